@@ -1,0 +1,380 @@
+//! The one bit array every filter uses: `u64` words, union, fold, dirty-word tracking, serde.
+//!
+//! Bit `i` lives in word `i / 64` at bit `i % 64`. Dirty tracking records which words changed since
+//! the last [`Bits::drain_dirty`]; the dataflow sends exactly those words as a delta.
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// A fixed-size array of `len` bits.
+///
+/// ```
+/// use chronobloom_core::bits::Bits;
+/// let mut b = Bits::new(100);
+/// b.set(3);
+/// b.set(99);
+/// assert!(b.test(3) && !b.test(4));
+/// assert_eq!(b.count_ones(), 2);
+/// let folded = b.fold(50).unwrap(); // bit i goes to i mod 50
+/// assert!(folded.test(3) && folded.test(49));
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(try_from = "BitsRepr", into = "BitsRepr")]
+pub struct Bits {
+    len: u64,
+    words: Vec<u64>,
+    dirty: Dirty,
+}
+
+/// The serialized form: length and words, validated on the way in.
+#[derive(Serialize, Deserialize)]
+struct BitsRepr {
+    len: u64,
+    words: Vec<u64>,
+}
+
+impl TryFrom<BitsRepr> for Bits {
+    type Error = Error;
+    fn try_from(r: BitsRepr) -> Result<Self> {
+        Bits::from_words(r.len, r.words)
+    }
+}
+
+impl From<Bits> for BitsRepr {
+    fn from(b: Bits) -> Self {
+        BitsRepr {
+            len: b.len,
+            words: b.words,
+        }
+    }
+}
+
+/// Equality is on the bits; the dirty record is bookkeeping.
+impl PartialEq for Bits {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len && self.words == other.words
+    }
+}
+
+impl Eq for Bits {}
+
+/// Which words changed: a flag per word plus the list of flagged words, so draining costs the
+/// number of changed words, not the array's size.
+#[derive(Debug, Clone, Default)]
+struct Dirty {
+    enabled: bool,
+    flags: Vec<u64>,
+    list: Vec<u32>,
+}
+
+impl Dirty {
+    #[inline]
+    fn mark(&mut self, word: usize) {
+        if !self.enabled {
+            return;
+        }
+        let (f, b) = (word / 64, 1u64 << (word % 64));
+        if self.flags[f] & b == 0 {
+            self.flags[f] |= b;
+            self.list.push(word as u32);
+        }
+    }
+}
+
+impl Bits {
+    /// `len` zero bits.
+    pub fn new(len: u64) -> Self {
+        Bits {
+            len,
+            words: vec![0; words_for(len)],
+            dirty: Dirty::default(),
+        }
+    }
+
+    /// Builds from raw words (e.g. received from another worker); bits past `len` must be zero.
+    pub fn from_words(len: u64, words: Vec<u64>) -> Result<Self> {
+        if words.len() != words_for(len) {
+            return Err(Error::ShapeMismatch {
+                what: "words for the bit length",
+                left: words_for(len) as u64,
+                right: words.len() as u64,
+            });
+        }
+        let bits = Bits {
+            len,
+            words,
+            dirty: Dirty::default(),
+        };
+        if bits.tail_mask_violated() {
+            return Err(Error::invalid("words", "bits are set past the array's length"));
+        }
+        Ok(bits)
+    }
+
+    fn tail_mask_violated(&self) -> bool {
+        let rem = self.len % 64;
+        rem != 0 && self.words.last().is_some_and(|w| w >> rem != 0)
+    }
+
+    /// Number of bits.
+    #[inline]
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True when the array has no bits at all.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The words, low bits first.
+    #[inline]
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// Sets bit `i` (`i < len`); returns whether it was newly set.
+    #[inline]
+    pub fn set(&mut self, i: u64) -> bool {
+        debug_assert!(i < self.len);
+        let w = (i / 64) as usize;
+        let b = 1u64 << (i % 64);
+        let old = self.words[w];
+        if old & b == 0 {
+            self.words[w] = old | b;
+            self.dirty.mark(w);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Tests bit `i` (`i < len`).
+    #[inline]
+    pub fn test(&self, i: u64) -> bool {
+        debug_assert!(i < self.len);
+        self.words[(i / 64) as usize] >> (i % 64) & 1 == 1
+    }
+
+    /// Number of set bits.
+    pub fn count_ones(&self) -> u64 {
+        self.words.iter().map(|w| u64::from(w.count_ones())).sum()
+    }
+
+    /// Fraction of set bits (0 for an empty array).
+    pub fn fill_ratio(&self) -> f64 {
+        if self.len == 0 {
+            0.0
+        } else {
+            self.count_ones() as f64 / self.len as f64
+        }
+    }
+
+    /// ORs `other` into `self`; both must have the same length.
+    pub fn union_with(&mut self, other: &Bits) -> Result<()> {
+        if self.len != other.len {
+            return Err(Error::ShapeMismatch {
+                what: "bit length",
+                left: self.len,
+                right: other.len,
+            });
+        }
+        for (w, (a, b)) in self.words.iter_mut().zip(&other.words).enumerate() {
+            if *b & !*a != 0 {
+                *a |= *b;
+                self.dirty.mark(w);
+            }
+        }
+        Ok(())
+    }
+
+    /// ORs `word` into word `index` (applying one entry of a delta). A word index outside the array
+    /// or bits past its length are refused before anything changes.
+    pub fn or_word(&mut self, index: usize, word: u64) -> Result<()> {
+        let words = self.words.len();
+        if index >= words {
+            return Err(Error::ShapeMismatch {
+                what: "word index within the array",
+                left: index as u64,
+                right: words as u64,
+            });
+        }
+        let rem = self.len % 64;
+        if index + 1 == words && rem != 0 && word >> rem != 0 {
+            return Err(Error::invalid("word", "bits are set past the array's length"));
+        }
+        let slot = &mut self.words[index];
+        if word & !*slot != 0 {
+            *slot |= word;
+            self.dirty.mark(index);
+        }
+        Ok(())
+    }
+
+    /// The array folded to `to` bits: bit `i` goes to `i mod to` (paper 000 §6). `to` must divide
+    /// `len`. With probes reduced `mod m`, this equals the filter built directly with `to` bits.
+    pub fn fold(&self, to: u64) -> Result<Bits> {
+        if to == 0 || self.len % to != 0 {
+            return Err(Error::NotADivisor { from: self.len, to });
+        }
+        let mut out = Bits::new(to);
+        if to % 64 == 0 {
+            let per = (to / 64) as usize;
+            for chunk in self.words.chunks(per) {
+                for (o, w) in out.words.iter_mut().zip(chunk) {
+                    *o |= w;
+                }
+            }
+        } else {
+            for (wi, &w) in self.words.iter().enumerate() {
+                let mut rest = w;
+                while rest != 0 {
+                    let b = u64::from(rest.trailing_zeros());
+                    rest &= rest - 1;
+                    let i = wi as u64 * 64 + b;
+                    let j = i % to;
+                    out.words[(j / 64) as usize] |= 1 << (j % 64);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Starts recording which words change; recording is off by default (it costs a flag test per
+    /// newly set bit).
+    pub fn track_dirty(&mut self) {
+        if !self.dirty.enabled {
+            self.dirty = Dirty {
+                enabled: true,
+                flags: vec![0; self.words.len().div_ceil(64)],
+                list: Vec::new(),
+            };
+        }
+    }
+
+    /// The indices of the words changed since the last drain, in the order they first changed;
+    /// clears the record. Empty when tracking is off.
+    pub fn drain_dirty(&mut self) -> Vec<u32> {
+        let list = std::mem::take(&mut self.dirty.list);
+        for &w in &list {
+            self.dirty.flags[w as usize / 64] &= !(1 << (w % 64));
+        }
+        list
+    }
+
+    /// Memory held by the bits themselves, in bits (the dirty record is not counted).
+    pub fn memory_bits(&self) -> u64 {
+        self.words.len() as u64 * 64
+    }
+}
+
+fn words_for(len: u64) -> usize {
+    len.div_ceil(64) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn set_test_count() {
+        let mut b = Bits::new(130);
+        assert!(b.set(0));
+        assert!(!b.set(0));
+        assert!(b.set(129));
+        assert!(b.test(129) && !b.test(128));
+        assert_eq!(b.count_ones(), 2);
+        assert_eq!(b.memory_bits(), 192);
+    }
+
+    #[test]
+    fn union_refuses_other_length() {
+        let mut a = Bits::new(64);
+        let b = Bits::new(128);
+        assert!(matches!(a.union_with(&b), Err(Error::ShapeMismatch { .. })));
+    }
+
+    #[test]
+    fn fold_refuses_non_divisor() {
+        let b = Bits::new(100);
+        assert_eq!(b.fold(30), Err(Error::NotADivisor { from: 100, to: 30 }));
+        assert!(b.fold(0).is_err());
+    }
+
+    #[test]
+    fn from_words_rejects_tail_bits() {
+        assert!(Bits::from_words(10, vec![1 << 10]).is_err());
+        assert!(Bits::from_words(10, vec![1 << 9]).is_ok());
+        assert!(Bits::from_words(10, vec![0, 0]).is_err());
+    }
+
+    #[test]
+    fn deserialize_validates() {
+        assert!(serde_json::from_str::<Bits>(r#"{"len":10,"words":[1024]}"#).is_err());
+        assert!(serde_json::from_str::<Bits>(r#"{"len":10,"words":[]}"#).is_err());
+    }
+
+    #[test]
+    fn or_word_rejects_out_of_range() {
+        let mut b = Bits::new(64);
+        assert!(b.or_word(1, 1).is_err());
+        assert!(b.or_word(0, 5).is_ok());
+        assert_eq!(b.count_ones(), 2);
+    }
+
+    #[test]
+    fn dirty_words_are_drained_once() {
+        let mut b = Bits::new(1000);
+        b.track_dirty();
+        b.set(5);
+        b.set(6);
+        b.set(700);
+        assert_eq!(b.drain_dirty(), vec![0, 10]);
+        assert!(b.drain_dirty().is_empty());
+        b.set(5); // already set: no change
+        b.set(64);
+        assert_eq!(b.drain_dirty(), vec![1]);
+        let mut other = Bits::new(1000);
+        other.set(999);
+        b.union_with(&other).unwrap();
+        assert_eq!(b.drain_dirty(), vec![15]);
+    }
+
+    proptest! {
+        #[test]
+        fn fold_maps_each_bit_to_its_residue(
+            ones in proptest::collection::vec(0u64..6000, 0..200),
+            div in prop::sample::select(vec![1u64, 2, 3, 5, 64, 100, 128, 600, 1000, 1500, 3000, 6000]),
+        ) {
+            let mut b = Bits::new(6000);
+            for &i in &ones { b.set(i); }
+            let f = b.fold(div).unwrap();
+            let mut expect = Bits::new(div);
+            for &i in &ones { expect.set(i % div); }
+            prop_assert_eq!(f, expect);
+        }
+
+        #[test]
+        fn union_is_or(a in proptest::collection::vec(0u64..500, 0..50), c in proptest::collection::vec(0u64..500, 0..50)) {
+            let mut x = Bits::new(500);
+            let mut y = Bits::new(500);
+            for &i in &a { x.set(i); }
+            for &i in &c { y.set(i); }
+            x.union_with(&y).unwrap();
+            for i in 0..500 {
+                prop_assert_eq!(x.test(i), a.contains(&i) || c.contains(&i));
+            }
+        }
+
+        #[test]
+        fn serde_round_trip(ones in proptest::collection::vec(0u64..777, 0..80)) {
+            let mut b = Bits::new(777);
+            for &i in &ones { b.set(i); }
+            let json = serde_json::to_string(&b).unwrap();
+            let back: Bits = serde_json::from_str(&json).unwrap();
+            prop_assert_eq!(back, b);
+        }
+    }
+}

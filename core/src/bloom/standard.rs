@@ -1,0 +1,162 @@
+//! The standard Bloom filter: `k` probes anywhere in `m` bits, the layout paper 000's analysis
+//! assumes (eqs. 1–3).
+
+use super::{Filter, FilterShape};
+use crate::bits::Bits;
+use crate::error::{Error, Result};
+use crate::hash::{FastMod, KeyHash};
+use serde::{Deserialize, Serialize};
+
+/// A Bloom filter of `m` bits and `k` hash functions with seed `seed`.
+///
+/// Probe positions follow the crate's hashing specification ([`crate::hash`]), so two filters of
+/// the same (m, k, seed) built anywhere union bit for bit, and folding to a divisor of `m` equals
+/// building at that size.
+///
+/// ```
+/// use chronobloom_core::bloom::{BloomFilter, Filter};
+/// let mut a = BloomFilter::new(10_000, 5, 1).unwrap();
+/// let mut b = BloomFilter::new(10_000, 5, 1).unwrap();
+/// a.insert(&1u64);
+/// b.insert(&2u64);
+/// a.union(&b).unwrap();
+/// assert!(a.contains(&1u64) && a.contains(&2u64));
+/// let small = a.fold(2_500).unwrap();
+/// assert!(small.contains(&2u64));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BloomFilter {
+    hashes: u32,
+    seed: u64,
+    modulus: FastMod,
+    bits: Bits,
+}
+
+impl BloomFilter {
+    /// A filter of `bits` bits (at least 1) and `hashes` hash functions (1 to 64).
+    pub fn new(bits: u64, hashes: u32, seed: u64) -> Result<Self> {
+        Self::from_shape(FilterShape::new(bits, hashes)?, seed)
+    }
+
+    /// A filter sized for `items` distinct items at false positive rate `fpr`.
+    pub fn with_fpr(items: u64, fpr: f64, seed: u64) -> Result<Self> {
+        Self::from_shape(FilterShape::for_fpr(items, fpr)?, seed)
+    }
+
+    /// A filter of the given shape; the shape must have at least one bit.
+    pub fn from_shape(shape: FilterShape, seed: u64) -> Result<Self> {
+        let shape = FilterShape::new(shape.bits, shape.hashes)?;
+        let modulus = FastMod::new(shape.bits)
+            .ok_or_else(|| Error::invalid("bits", "a Bloom filter needs at least one bit"))?;
+        Ok(BloomFilter {
+            hashes: shape.hashes,
+            seed,
+            modulus,
+            bits: Bits::new(shape.bits),
+        })
+    }
+
+    /// The filter's shape.
+    pub fn shape(&self) -> FilterShape {
+        FilterShape {
+            bits: self.bits.len(),
+            hashes: self.hashes,
+        }
+    }
+
+    /// The bit array (for deltas and digests).
+    pub fn bits(&self) -> &Bits {
+        &self.bits
+    }
+
+    /// The bit array, mutably (to apply deltas or track dirty words).
+    pub fn bits_mut(&mut self) -> &mut Bits {
+        &mut self.bits
+    }
+
+    /// ORs `other` into `self`. Refuses filters of another (m, k, seed): their bits mean different
+    /// things.
+    pub fn union(&mut self, other: &BloomFilter) -> Result<()> {
+        self.check_same_shape(other)?;
+        self.bits.union_with(&other.bits)
+    }
+
+    fn check_same_shape(&self, other: &BloomFilter) -> Result<()> {
+        let pairs = [
+            ("bits", self.bits.len(), other.bits.len()),
+            ("hash functions", self.hashes.into(), other.hashes.into()),
+            ("seed", self.seed, other.seed),
+        ];
+        match pairs.into_iter().find(|(_, l, r)| l != r) {
+            Some((what, left, right)) => Err(Error::ShapeMismatch { what, left, right }),
+            None => Ok(()),
+        }
+    }
+
+    /// The filter folded to `to` bits, `to` dividing `m` (paper 000 §6): exactly the filter that
+    /// inserting the same keys at `to` bits would build.
+    pub fn fold(&self, to: u64) -> Result<BloomFilter> {
+        let bits = self.bits.fold(to)?;
+        let modulus = FastMod::new(to).ok_or(Error::NotADivisor {
+            from: self.bits.len(),
+            to,
+        })?;
+        Ok(BloomFilter {
+            hashes: self.hashes,
+            seed: self.seed,
+            modulus,
+            bits,
+        })
+    }
+
+    /// Unions two filters of sizes `m` and `m'` (same k and seed) at `gcd(m, m')` bits by folding
+    /// both there.
+    pub fn union_folded(&self, other: &BloomFilter) -> Result<BloomFilter> {
+        let g = gcd(self.bits.len(), other.bits.len());
+        let mut a = self.fold(g)?;
+        a.union(&other.fold(g)?)?;
+        Ok(a)
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+impl Filter for BloomFilter {
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    #[inline]
+    fn insert_hash(&mut self, hash: KeyHash) {
+        for p in hash.probes(self.hashes, self.modulus) {
+            self.bits.set(p);
+        }
+    }
+
+    #[inline]
+    fn contains_hash(&self, hash: KeyHash) -> bool {
+        hash.probes(self.hashes, self.modulus)
+            .all(|p| self.bits.test(p))
+    }
+
+    fn bit_len(&self) -> u64 {
+        self.bits.len()
+    }
+
+    fn hashes(&self) -> u32 {
+        self.hashes
+    }
+
+    fn ones(&self) -> u64 {
+        self.bits.count_ones()
+    }
+
+    fn memory_bits(&self) -> u64 {
+        self.bits.memory_bits()
+    }
+}

@@ -1,0 +1,83 @@
+//! The crate's one error type.
+
+use thiserror::Error;
+
+/// Everything that can go wrong in `chronobloom-core`.
+///
+/// Every variant says what the caller passed and what was expected, so the message can be shown to a
+/// user as is.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A time range whose start lies after its end.
+    #[error("empty time range: start {start} is after end {end}")]
+    EmptyRange {
+        /// The range's first tick.
+        start: u64,
+        /// The range's last tick.
+        end: u64,
+    },
+    /// A tick at or past the horizon of a static structure.
+    #[error("tick {tick} is beyond the horizon: this structure covers ticks 0..{horizon}")]
+    BeyondHorizon {
+        /// The offending tick.
+        tick: u64,
+        /// The number of ticks the structure covers.
+        horizon: u64,
+    },
+    /// A configuration parameter outside its valid domain.
+    #[error("invalid parameter `{name}`: {reason}")]
+    InvalidParameter {
+        /// The parameter's name.
+        name: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Two structures of different shape were combined (union, OR-in, merge).
+    #[error("shape mismatch: {what} ({left} vs {right})")]
+    ShapeMismatch {
+        /// What differs (bit count, hash count, seed, level count...).
+        what: &'static str,
+        /// The left-hand structure's value.
+        left: u64,
+        /// The right-hand structure's value.
+        right: u64,
+    },
+    /// A fold to a size that does not divide the current size.
+    #[error("cannot fold {from} bits to {to} bits: {to} must be a positive divisor of {from}")]
+    NotADivisor {
+        /// The current number of bits.
+        from: u64,
+        /// The requested number of bits.
+        to: u64,
+    },
+    /// A time earlier than one the structure has already seen.
+    #[error("time went backwards: {now} is before the last time seen, {last}")]
+    TimeWentBackwards {
+        /// The time passed.
+        now: u64,
+        /// The latest time seen so far.
+        last: u64,
+    },
+    /// An allocation whose number of entries does not match the structure it configures.
+    #[error("allocation has {got} filter shapes, but this structure has {expected} filters")]
+    AllocationLength {
+        /// Filters in the structure.
+        expected: usize,
+        /// Shapes in the allocation.
+        got: usize,
+    },
+}
+
+/// Shorthand for results in this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Builds an [`Error::InvalidParameter`].
+    pub fn invalid(name: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidParameter {
+            name,
+            reason: reason.into(),
+        }
+    }
+}

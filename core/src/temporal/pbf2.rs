@@ -1,0 +1,243 @@
+//! PBF-2, β2 (paper 000 §4.2): one Bloom filter per level of the dyadic decomposition of time.
+//!
+//! Level ℓ has granularity 2^ℓ and stores the pair (key, ⌊t / 2^ℓ⌋) for every record (key, t)
+//! (eq. 7, with levels counted from the leaf: the paper's level L − 1 − ℓ). A query [s, e] probes
+//! one pair per block of the canonical dyadic cover of [s, e] (eq. 8), at most two per level, so its
+//! false positive rate is eq. 9, `1 − Π_i (1 − p(b_{ℓ_i}))`.
+//!
+//! * **Static**: a horizon T fixes L = ⌈log2 T⌉ + 1 levels; the top level has one bucket.
+//! * **Dynamic** (Algorithm 4): the structure starts with one level; a tick past the top level's
+//!   single bucket adds a new top level whose filter is a clone of the old top (it holds the same
+//!   keys, all in bucket 0), so every level has the same shape.
+//!
+//! A level given zero bits is never consulted: each of its blocks is split into its two children
+//! one level down; a block at level 0 with no bits answers "maybe".
+
+use super::{dyadic_cover, Allocation, Answer, Block, TemporalFilter, Tick, TimeRange};
+use crate::bloom::{BloomFilter, Filter, FilterShape};
+use crate::error::{Error, Result};
+use crate::hash::KeyHash;
+use serde::{Deserialize, Serialize};
+
+/// The most levels a PBF-2 can have: granularities 2^0 ..= 2^63.
+pub const MAX_LEVELS: u32 = 64;
+
+/// A PBF-2 over `u64` ticks.
+///
+/// ```
+/// use chronobloom_core::temporal::{Pbf2, TemporalFilter, TimeRange};
+/// let mut p = Pbf2::uniform(8, 4_000, 4, 0).unwrap();
+/// p.insert(&"y", 3).unwrap();
+/// assert_eq!(p.levels(), 4);
+/// assert!(p.query(&"y", TimeRange::new(0, 5).unwrap()));
+/// assert!(p.insert(&"y", 8).is_err()); // beyond the horizon
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pbf2 {
+    seed: u64,
+    /// `Some(T)` for a static PBF-2 over ticks `0..T`; `None` for a dynamic one.
+    horizon: Option<Tick>,
+    /// Level ℓ's filter, or `None` when the level was given no bits.
+    levels: Vec<Option<BloomFilter>>,
+}
+
+impl Pbf2 {
+    /// The number of levels a static PBF-2 over ticks `0..horizon` has: ⌈log2 T⌉ + 1.
+    pub fn levels_for(horizon: Tick) -> Result<u32> {
+        if horizon == 0 {
+            return Err(Error::invalid("horizon", "must be at least 1 tick"));
+        }
+        let levels = (horizon - 1).checked_ilog2().map_or(1, |l| l + 2);
+        if levels > MAX_LEVELS {
+            return Err(Error::invalid("horizon", "needs more than 64 levels"));
+        }
+        Ok(levels)
+    }
+
+    /// A static PBF-2 over ticks `0..horizon` with one shape per level (finest level first).
+    pub fn new(horizon: Tick, allocation: &Allocation, seed: u64) -> Result<Self> {
+        let levels = Self::levels_for(horizon)?;
+        allocation.expect_len(levels as usize)?;
+        let levels = allocation
+            .shapes()
+            .iter()
+            .map(|&s| level_filter(s, seed))
+            .collect::<Result<_>>()?;
+        Ok(Pbf2 {
+            seed,
+            horizon: Some(horizon),
+            levels,
+        })
+    }
+
+    /// A static PBF-2 with `total_bits` spread evenly over its levels, `hashes` each (the paper's
+    /// default configuration).
+    pub fn uniform(horizon: Tick, total_bits: u64, hashes: u32, seed: u64) -> Result<Self> {
+        let levels = Self::levels_for(horizon)?;
+        Self::new(
+            horizon,
+            &Allocation::uniform(levels as usize, total_bits, hashes)?,
+            seed,
+        )
+    }
+
+    /// A dynamic PBF-2 whose every level has `level_shape` (at least one bit); it grows a level each
+    /// time the ticks seen double.
+    pub fn dynamic(level_shape: FilterShape, seed: u64) -> Result<Self> {
+        Ok(Pbf2 {
+            seed,
+            horizon: None,
+            levels: vec![Some(BloomFilter::from_shape(level_shape, seed)?)],
+        })
+    }
+
+    /// Number of levels.
+    pub fn levels(&self) -> u32 {
+        self.levels.len() as u32
+    }
+
+    /// Level ℓ's filter (`None` when it has no bits or does not exist).
+    pub fn level(&self, level: u32) -> Option<&BloomFilter> {
+        self.levels.get(level as usize)?.as_ref()
+    }
+
+    /// Level ℓ's filter, mutably (to apply merged deltas).
+    pub fn level_mut(&mut self, level: u32) -> Option<&mut BloomFilter> {
+        self.levels.get_mut(level as usize)?.as_mut()
+    }
+
+    /// The static horizon T, or `None` for a dynamic PBF-2.
+    pub fn horizon(&self) -> Option<Tick> {
+        self.horizon
+    }
+
+    /// The first tick the current levels cannot hold: T when static, 2^(L−1) when dynamic.
+    pub fn capacity(&self) -> Tick {
+        self.horizon.unwrap_or(1u64 << (self.levels.len() - 1))
+    }
+
+    /// Each level's shape, finest first (zero bits for a level without a filter).
+    pub fn allocation(&self) -> Allocation {
+        let shapes = self
+            .levels
+            .iter()
+            .map(|l| l.as_ref().map_or(FilterShape { bits: 0, hashes: 0 }, BloomFilter::shape))
+            .collect();
+        Allocation::from_live(shapes)
+    }
+
+    /// Grows a dynamic PBF-2 until `tick` fits (Algorithm 4, lines 2–8).
+    fn grow_to(&mut self, tick: Tick) -> Result<()> {
+        while tick >= self.capacity() {
+            if self.levels.len() as u32 >= MAX_LEVELS {
+                return Err(Error::BeyondHorizon {
+                    tick,
+                    horizon: self.capacity(),
+                });
+            }
+            let top = self.levels.last().cloned().flatten();
+            self.levels.push(top);
+        }
+        Ok(())
+    }
+
+    /// ORs another PBF-2 of the same configuration into this one (a dynamic one first grows to the
+    /// other's levels). Refuses other horizons, seeds or level shapes.
+    pub fn union(&mut self, other: &Pbf2) -> Result<()> {
+        if self.horizon != other.horizon {
+            return Err(Error::ShapeMismatch {
+                what: "horizon",
+                left: self.horizon.unwrap_or(0),
+                right: other.horizon.unwrap_or(0),
+            });
+        }
+        if self.horizon.is_none() {
+            self.grow_to(other.capacity().saturating_sub(1))?;
+            let mut other = other.clone();
+            other.grow_to(self.capacity().saturating_sub(1))?;
+            return self.union_levels(&other);
+        }
+        self.union_levels(other)
+    }
+
+    fn union_levels(&mut self, other: &Pbf2) -> Result<()> {
+        for (a, b) in self.levels.iter_mut().zip(&other.levels) {
+            match (a, b) {
+                (Some(a), Some(b)) => a.union(b)?,
+                (None, None) => {}
+                (a, b) => {
+                    return Err(Error::ShapeMismatch {
+                        what: "level bits",
+                        left: a.as_ref().map_or(0, |f| f.bit_len()),
+                        right: b.as_ref().map_or(0, |f| f.bit_len()),
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Probes one cover block, splitting it into its children while its level has no bits.
+    fn probe_block(&self, hash: KeyHash, block: Block, probes: &mut u64) -> bool {
+        match &self.levels[block.level as usize] {
+            Some(f) => {
+                *probes += 1;
+                f.contains_hash(hash.at(block.bucket))
+            }
+            None if block.level == 0 => true,
+            None => (0..2).any(|child| {
+                let b = Block {
+                    level: block.level - 1,
+                    bucket: block.bucket * 2 + child,
+                };
+                self.probe_block(hash, b, probes)
+            }),
+        }
+    }
+}
+
+fn level_filter(shape: FilterShape, seed: u64) -> Result<Option<BloomFilter>> {
+    if shape.bits == 0 {
+        return Ok(None);
+    }
+    BloomFilter::from_shape(shape, seed).map(Some)
+}
+
+impl TemporalFilter for Pbf2 {
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    fn insert_hash(&mut self, hash: KeyHash, tick: Tick) -> Result<()> {
+        match self.horizon {
+            Some(horizon) if tick >= horizon => {
+                return Err(Error::BeyondHorizon { tick, horizon });
+            }
+            Some(_) => {}
+            None => self.grow_to(tick)?,
+        }
+        for (level, filter) in self.levels.iter_mut().enumerate() {
+            if let Some(f) = filter {
+                f.insert_hash(hash.at(tick >> level));
+            }
+        }
+        Ok(())
+    }
+
+    fn query_hash(&self, hash: KeyHash, range: TimeRange) -> Answer {
+        let mut probes = 0;
+        let Some(range) = range.clamp_below(self.capacity()) else {
+            return Answer {
+                present: false,
+                probes,
+            };
+        };
+        let top = self.levels() - 1;
+        let present = dyadic_cover(range, top).any(|b| self.probe_block(hash, b, &mut probes));
+        Answer { present, probes }
+    }
+
+    fn memory_bits(&self) -> u64 {
+        self.levels.iter().flatten().map(Filter::memory_bits).sum()
+    }
+}

@@ -1,0 +1,7 @@
+//! # chronobloom
+//!
+//! Approximate temporal membership for Timely Dataflow pipelines. This facade re-exports the data
+//! structures of [`chronobloom_core`] as [`core`]; see the README for the tour.
+
+pub use chronobloom_core as core;
+pub use chronobloom_core::{Error, Result};
