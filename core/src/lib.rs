@@ -19,6 +19,8 @@ pub mod bloom;
 pub mod error;
 pub mod hash;
 pub mod temporal;
+#[cfg(test)]
+mod testing;
 pub mod window;
 
 pub use error::{Error, Result};

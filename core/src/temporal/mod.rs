@@ -17,7 +17,7 @@ mod sbf;
 
 pub use allocation::Allocation;
 pub use cover::{dyadic_cover, Block};
-pub use pbf1::{Pbf1, Pbf1Node};
+pub use pbf1::{Pbf1, Pbf1Cover, Pbf1Node};
 pub use pbf2::Pbf2;
 pub use range::{Tick, TimeRange};
 pub use sbf::Sbf;

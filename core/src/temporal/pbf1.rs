@@ -22,7 +22,7 @@
 //!   past the current root; the new root's filter is a clone of the old root (same keys). Nodes are
 //!   created as time reaches them, all of one shape.
 
-use super::{Allocation, Answer, Sbf, TemporalFilter, Tick, TimeRange};
+use super::{dyadic_cover, Allocation, Answer, Sbf, TemporalFilter, Tick, TimeRange};
 use crate::bloom::{BloomFilter, Filter, FilterShape};
 use crate::error::{Error, Result};
 use crate::hash::KeyHash;
@@ -122,7 +122,12 @@ impl Pbf1 {
 
     /// A dynamic PBF-1: every node gets `node_shape` (at least one bit), the SBF `sbf_shape` (zero
     /// bits for none).
-    pub fn dynamic(g: u64, node_shape: FilterShape, sbf_shape: FilterShape, seed: u64) -> Result<Self> {
+    pub fn dynamic(
+        g: u64,
+        node_shape: FilterShape,
+        sbf_shape: FilterShape,
+        seed: u64,
+    ) -> Result<Self> {
         check_granularity(g)?;
         Ok(Pbf1 {
             seed,
@@ -151,7 +156,10 @@ impl Pbf1 {
 
     /// The filter of node (height, index), if it exists and has bits.
     pub fn node(&self, height: u32, index: u64) -> Option<&BloomFilter> {
-        self.nodes.get(height as usize)?.get(index as usize)?.as_ref()
+        self.nodes
+            .get(height as usize)?
+            .get(index as usize)?
+            .as_ref()
     }
 
     /// The SBF for sub-leaf queries, if it has bits.
@@ -173,10 +181,18 @@ impl Pbf1 {
         for (what, l, r) in [
             ("granularity", self.g, other.g),
             ("seed", self.seed, other.seed),
-            ("horizon", self.horizon.unwrap_or(0), other.horizon.unwrap_or(0)),
+            (
+                "horizon",
+                self.horizon.unwrap_or(0),
+                other.horizon.unwrap_or(0),
+            ),
         ] {
             if l != r {
-                return Err(Error::ShapeMismatch { what, left: l, right: r });
+                return Err(Error::ShapeMismatch {
+                    what,
+                    left: l,
+                    right: r,
+                });
             }
         }
         let mut other = other.clone();
@@ -190,7 +206,12 @@ impl Pbf1 {
                 other.extend_level(h, n)?;
             }
         }
-        for (a, b) in self.nodes.iter_mut().flatten().zip(other.nodes.iter().flatten()) {
+        for (a, b) in self
+            .nodes
+            .iter_mut()
+            .flatten()
+            .zip(other.nodes.iter().flatten())
+        {
             union_optional(a.as_mut(), b.as_ref())?;
         }
         union_optional(
@@ -225,45 +246,116 @@ impl Pbf1 {
         Ok(())
     }
 
-    /// Route 2 walk: probes the cover, collecting the partly covered (or bit-less) leaves.
-    fn probe_cover<'a>(
-        &'a self,
+    /// The cover C([s, e]) of `range` (clamped to the capacity) and the leaves it only partly
+    /// overlaps, from the tree's geometry alone.
+    ///
+    /// ```
+    /// use chronobloom_core::temporal::{Pbf1, TimeRange};
+    /// let p = Pbf1::uniform(8, 2, 8_000, 4, 0).unwrap(); // Figure 3: g = 2, T = 8
+    /// let c = p.cover(TimeRange::new(0, 4).unwrap()); // the paper's C([1, 5]) = {I2}
+    /// assert_eq!(c.nodes, vec![(1, 0)]); // height 1, index 0: ticks [0, 3]
+    /// assert_eq!(c.partial, vec![(2, TimeRange::point(4))]);
+    /// ```
+    pub fn cover(&self, range: TimeRange) -> Pbf1Cover {
+        let mut cover = Pbf1Cover::default();
+        let Some(range) = range.clamp_below(self.capacity()) else {
+            return cover;
+        };
+        let (s, e, g) = (range.start(), range.end(), self.g);
+        let (ls, le) = (s / g, e / g);
+        let s_full = s % g == 0;
+        let e_full = e % g == g - 1 || e == self.capacity() - 1;
+        if !s_full {
+            let end = e.min(ls * g + (g - 1));
+            cover
+                .partial
+                .push((ls, TimeRange::new(s, end).unwrap_or(range)));
+        }
+        if !e_full && (le != ls || s_full) {
+            let start = s.max(le * g);
+            cover
+                .partial
+                .push((le, TimeRange::new(start, e).unwrap_or(range)));
+        }
+        let first = if s_full { Some(ls) } else { ls.checked_add(1) };
+        let last = if e_full { Some(le) } else { le.checked_sub(1) };
+        if let (Some(a), Some(b)) = (first, last) {
+            if let Ok(leaves) = TimeRange::new(a, b) {
+                cover.nodes = dyadic_cover(leaves, self.levels() - 1)
+                    .map(|b| (b.level, b.bucket))
+                    .collect();
+            }
+        }
+        cover
+    }
+
+    /// Route 2 for one covered node: probes it, or its children while it has no bits. A bit-less
+    /// leaf is deferred to the SBF with its whole range.
+    fn probe_full(
+        &self,
         hash: KeyHash,
-        range: TimeRange,
-        height: u32,
-        index: u64,
+        (height, index): (u32, u64),
         probes: &mut u64,
-        partial: &mut Vec<(Option<&'a BloomFilter>, TimeRange)>,
+        deferred: &mut Vec<(u64, TimeRange)>,
     ) -> bool {
         let Some(slot) = self.nodes[height as usize].get(index as usize) else {
-            return false; // a dynamic node not created yet: nothing was inserted there
+            return false; // beyond the horizon, or not created yet: nothing was inserted there
         };
-        let node = node_range(self.g, height, index);
-        let Some(inter) = node.intersect(&range) else {
-            return false;
-        };
-        let covered = inter == node || inter.end() + 1 == self.capacity() && inter.start() == node.start();
-        match (covered, slot, height) {
-            (true, Some(f), _) => {
+        match (slot, height) {
+            (Some(f), _) => {
                 *probes += 1;
                 f.contains_hash(hash)
             }
-            (_, _, 0) => {
-                partial.push((slot.as_ref(), inter));
+            (None, 0) => {
+                if let Some(r) = node_range(self.g, 0, index).clamp_below(self.capacity()) {
+                    deferred.push((index, r));
+                }
                 false
             }
-            _ => (0..2).any(|c| {
-                self.probe_cover(hash, range, height - 1, index * 2 + c, probes, partial)
-            }),
+            (None, _) => {
+                (0..2).any(|c| self.probe_full(hash, (height - 1, index * 2 + c), probes, deferred))
+            }
         }
     }
+
+    /// Route 3 for one leaf: its filter (when it has bits), then the SBF over `ticks`.
+    fn probe_partial(&self, hash: KeyHash, leaf: u64, ticks: TimeRange, probes: &mut u64) -> bool {
+        match self.nodes[0].get(leaf as usize) {
+            None => return false, // not created yet: nothing was inserted there
+            Some(Some(f)) => {
+                *probes += 1;
+                if !f.contains_hash(hash) {
+                    return false; // route 1: the leaf rules the key out
+                }
+            }
+            Some(None) => {}
+        }
+        let Some(sbf) = &self.sbf else {
+            return true; // no finer filter has bits: "maybe"
+        };
+        let a = sbf.probe_ticks(hash, ticks);
+        *probes += a.probes;
+        a.present
+    }
+}
+
+/// The decomposition of a query range in a PBF-1 ([`Pbf1::cover`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pbf1Cover {
+    /// C([s, e]): (height, index) of the nodes inside the range whose parent is not, left to right.
+    pub nodes: Vec<(u32, u64)>,
+    /// The leaves the range only partly overlaps (at most two), with the ticks of the range in each.
+    pub partial: Vec<(u64, TimeRange)>,
 }
 
 const ZERO: FilterShape = FilterShape { bits: 0, hashes: 0 };
 
 fn check_granularity(g: u64) -> Result<()> {
     if g == 0 {
-        return Err(Error::invalid("g", "leaf granularity must be at least 1 tick"));
+        return Err(Error::invalid(
+            "g",
+            "leaf granularity must be at least 1 tick",
+        ));
     }
     Ok(())
 }
@@ -341,50 +433,26 @@ impl TemporalFilter for Pbf1 {
 
     fn query_hash(&self, hash: KeyHash, range: TimeRange) -> Answer {
         let mut probes = 0;
-        let Some(range) = range.clamp_below(self.capacity()) else {
-            return Answer {
-                present: false,
-                probes,
-            };
-        };
-        let mut partial = Vec::new();
-        let root = self.levels() - 1;
-        if self.probe_cover(hash, range, root, 0, &mut probes, &mut partial) {
-            return Answer {
-                present: true,
-                probes,
-            };
-        }
-        for (leaf, inter) in partial {
-            if let Some(f) = leaf {
-                probes += 1;
-                if !f.contains_hash(hash) {
-                    continue; // route 1: the leaf rules the key out
-                }
-            }
-            let Some(sbf) = &self.sbf else {
-                return Answer {
-                    present: true,
-                    probes,
-                };
-            };
-            let a = sbf.probe_ticks(hash, inter);
-            probes += a.probes;
-            if a.present {
-                return Answer {
-                    present: true,
-                    probes,
-                };
-            }
-        }
-        Answer {
-            present: false,
-            probes,
-        }
+        let cover = self.cover(range);
+        let mut partial = cover.partial;
+        let present = cover
+            .nodes
+            .iter()
+            .any(|&node| self.probe_full(hash, node, &mut probes, &mut partial))
+            || partial
+                .iter()
+                .any(|&(leaf, ticks)| self.probe_partial(hash, leaf, ticks, &mut probes));
+        Answer { present, probes }
     }
 
     fn memory_bits(&self) -> u64 {
-        let nodes: u64 = self.nodes.iter().flatten().flatten().map(Filter::memory_bits).sum();
+        let nodes: u64 = self
+            .nodes
+            .iter()
+            .flatten()
+            .flatten()
+            .map(Filter::memory_bits)
+            .sum();
         nodes + self.sbf.as_ref().map_or(0, TemporalFilter::memory_bits)
     }
 }

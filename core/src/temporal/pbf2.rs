@@ -121,7 +121,10 @@ impl Pbf2 {
         let shapes = self
             .levels
             .iter()
-            .map(|l| l.as_ref().map_or(FilterShape { bits: 0, hashes: 0 }, BloomFilter::shape))
+            .map(|l| {
+                l.as_ref()
+                    .map_or(FilterShape { bits: 0, hashes: 0 }, BloomFilter::shape)
+            })
             .collect();
         Allocation::from_live(shapes)
     }
@@ -175,6 +178,32 @@ impl Pbf2 {
             }
         }
         Ok(())
+    }
+
+    /// The PBF-2 with every level folded to the bits of `allocation` (paper 000 §6): each level's
+    /// new size must divide its current size, with the same hash count. No key is lost: probes are
+    /// reduced `mod m`, so a folded level equals the level built at the smaller size.
+    pub fn fold_to(&self, allocation: &Allocation) -> Result<Pbf2> {
+        allocation.expect_len(self.levels.len())?;
+        let levels = self
+            .levels
+            .iter()
+            .zip(allocation.shapes())
+            .map(|(level, shape)| match level {
+                None if shape.bits == 0 => Ok(None),
+                Some(f) if shape.hashes == f.hashes() => f.fold(shape.bits).map(Some),
+                other => Err(Error::ShapeMismatch {
+                    what: "level hash functions",
+                    left: other.as_ref().map_or(0, |f| f.hashes().into()),
+                    right: shape.hashes.into(),
+                }),
+            })
+            .collect::<Result<_>>()?;
+        Ok(Pbf2 {
+            seed: self.seed,
+            horizon: self.horizon,
+            levels,
+        })
     }
 
     /// Probes one cover block, splitting it into its children while its level has no bits.
