@@ -5,3 +5,5 @@
 
 pub use chronobloom_core as core;
 pub use chronobloom_core::{Error, Result};
+
+pub mod synth;
