@@ -7,3 +7,8 @@ pub use chronobloom_core as core;
 pub use chronobloom_core::{Error, Result};
 
 pub mod synth;
+
+/// The README's code blocks, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
