@@ -524,7 +524,7 @@ impl AllocationStrategy for Alternating {
         "alternating"
     }
     fn allocation(&mut self, index: u64, levels: u32, bits: u64) -> crate::Result<Allocation> {
-        let (per, k) = if index % 2 == 0 {
+        let (per, k) = if index.is_multiple_of(2) {
             (bits / u64::from(levels), 4)
         } else {
             (bits / u64::from(levels) / 3 * 2, 3)
