@@ -151,22 +151,13 @@ pub fn solve(stats: &[FilterStats], budget: u64) -> Result<Solution> {
             break;
         }
     }
-    let bits = stats
-        .iter()
-        .map(|s| if s.is_live() { eq10(s, x) } else { 0.0 })
-        .collect();
+    let bits = live.bits(x, stats);
     Ok(Solution {
         budget,
         log_mu: x,
         bits,
         passes,
     })
-}
-
-/// Eq. 10 in the log domain: m_i = (d_i / c) · softplus(a_i − ν).
-fn eq10(s: &FilterStats, nu: f64) -> f64 {
-    let a = (s.frequency * C / s.distinct).ln();
-    s.distinct / C * softplus(a - nu).0
 }
 
 /// ln(1 + e^x) and its derivative, the logistic σ(x), from one exponential.
@@ -201,6 +192,19 @@ impl Live {
                 .collect(),
             frequency: live.map(|s| s.frequency).sum(),
         }
+    }
+
+    /// Eq. 10 in the log domain, m_i = (d_i / c) · softplus(a_i − ν), in filter order (0 for the
+    /// filters that are not live).
+    fn bits(&self, nu: f64, stats: &[FilterStats]) -> Vec<f64> {
+        let mut live = self.weight.iter().zip(&self.a);
+        stats
+            .iter()
+            .map(|s| match s.is_live() {
+                true => live.next().map_or(0.0, |(w, a)| w * softplus(a - nu).0),
+                false => 0.0,
+            })
+            .collect()
     }
 
     /// B(ν) and dB/dν.

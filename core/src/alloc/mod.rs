@@ -164,39 +164,38 @@ fn check_one(s: &FilterStats) -> Result<()> {
 
 /// Rounds non-negative real bit counts to integers summing to exactly `budget` (largest
 /// remainder): each filter gets ⌊x_i⌋ and the shortfall goes one bit at a time to the largest
-/// fractional parts. Only filters with `eligible[i]` gain or lose bits when the real values do not
-/// sum to `budget` exactly (floating point error).
+/// fractional parts (ties to the lower index). Only filters with `eligible[i]` gain or lose bits,
+/// and the real values may miss `budget` by floating point error. Selection, not sorting, keeps
+/// this linear in the number of filters.
 fn round_to_budget(real: &[f64], eligible: &[bool], budget: u64) -> Vec<u64> {
     let mut bits: Vec<u64> = real.iter().map(|&x| x.max(0.0).floor() as u64).collect();
-    let mut order: Vec<usize> = (0..real.len()).filter(|&i| eligible[i]).collect();
-    // Largest fractional part first; ties by index so the result is deterministic.
-    order.sort_by(|&a, &b| {
-        let (fa, fb) = (real[a] - real[a].floor(), real[b] - real[b].floor());
-        fb.total_cmp(&fa).then(a.cmp(&b))
-    });
+    let mut order: Vec<(f64, usize)> = (0..real.len())
+        .filter(|&i| eligible[i])
+        .map(|i| (real[i] - real[i].floor(), i))
+        .collect();
+    let largest_first =
+        |a: &(f64, usize), b: &(f64, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
     let mut total: u64 = bits.iter().sum();
-    // Each pass moves at least one bit unless no eligible filter can move, which ends the loop.
-    let mut moved = true;
-    while total != budget && moved {
-        moved = false;
-        if total < budget {
-            for &i in order
-                .iter()
-                .take((budget - total).min(order.len() as u64) as usize)
-            {
-                bits[i] += 1;
-                total += 1;
-                moved = true;
-            }
-        } else {
-            for &i in order.iter().rev() {
-                if total > budget && bits[i] > 0 {
-                    bits[i] -= 1;
-                    total -= 1;
-                    moved = true;
-                }
-            }
+    while total < budget && !order.is_empty() {
+        let need = (budget - total).min(order.len() as u64) as usize;
+        if need < order.len() {
+            order.select_nth_unstable_by(need, largest_first);
         }
+        order[..need].iter().for_each(|&(_, i)| bits[i] += 1);
+        total += need as u64;
+    }
+    while total > budget {
+        order.retain(|&(_, i)| bits[i] > 0);
+        if order.is_empty() {
+            break;
+        }
+        let excess = (total - budget).min(order.len() as u64) as usize;
+        let keep = order.len() - excess;
+        if keep > 0 {
+            order.select_nth_unstable_by(keep, largest_first);
+        }
+        order[keep..].iter().for_each(|&(_, i)| bits[i] -= 1);
+        total -= excess as u64;
     }
     bits
 }
