@@ -275,7 +275,9 @@ fn static_pbf1_with_a_ragged_horizon() {
     let mut p = Pbf1::uniform(10, 4, 1 << 14, 5, 2).unwrap();
     p.insert(&"k", 9).unwrap();
     let c = p.cover(r(8, 50));
-    assert_eq!(c.nodes, vec![(0, 2)]);
+    assert_eq!(c.nodes, vec![(1, 1)]); // ticks [8, 15], cut by the horizon at 10: covered
+    let c = p.cover(r(4, 9));
+    assert_eq!(c.nodes, vec![(0, 1), (1, 1)]);
     assert!(c.partial.is_empty());
     assert!(p.query(&"k", r(8, 50)));
     assert!(!p.query(&"k", r(0, 8)));
