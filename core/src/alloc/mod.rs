@@ -35,11 +35,13 @@
 //! ```
 
 mod lagrange;
+mod online;
 mod proportional;
 mod sizing;
 mod workload;
 
 pub use lagrange::{solve, Solution};
+pub use online::OnlineStrategy;
 pub use proportional::proportional;
 pub use sizing::{bits_for_fpr, fpr_for_bits};
 pub use workload::{Pbf1Workload, Pbf2Workload};
