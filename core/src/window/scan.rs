@@ -38,7 +38,11 @@ pub(super) fn scan(slices: usize, k: usize, mut matches: impl FnMut(usize) -> bo
 pub(super) fn position(hash: KeyHash, index: u64, m: FastMod) -> u64 {
     // (i - 1) i (i + 1) is a product of three consecutive integers, hence divisible by 6; the
     // crate caps the number of hash functions far below where the cube would wrap.
-    let cubic = index.wrapping_sub(1).wrapping_mul(index).wrapping_mul(index + 1) / 6;
+    let cubic = index
+        .wrapping_sub(1)
+        .wrapping_mul(index)
+        .wrapping_mul(index + 1)
+        / 6;
     m.reduce(
         hash.lo
             .wrapping_add(index.wrapping_mul(hash.hi))

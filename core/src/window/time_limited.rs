@@ -18,14 +18,16 @@
 //! * **Query**: the APBF scan (§6.4, Algorithm 1) with expired slices as misses.
 //!
 //! The reference implementation's three defects are not repeated: (a) time is the caller's tick at
-//! full resolution; (b) Δt is at least one tick and g* moves at most by a factor [`GROWTH_CAP`] per
-//! shift, up or down; (c) a slice in the insertion zone is stamped at every insertion, so it expires
+//! full resolution; (b) Δt is at least one tick, and g* is at most [`GROWTH_CAP`] times the
+//! generation just ended and at least the previous g* over [`GROWTH_CAP`]; (c) a slice in the insertion zone is stamped at every insertion, so it expires
 //! once insertions stop.
 //!
 //! One addition: a generation also ends once it has lasted `ceil(T / l)` ticks, the duration (6)
-//! aims for. Without it a rate that drops tenfold leaves the oversized zone slices in place for ten
-//! times longer, and an idle filter never shrinks; with it memory follows the rate within about
-//! `T + k T / l`, and no key outlives `T + k ceil(T / l)` ticks.
+//! aims for, and after a pause the zone moves on by one slice per such duration that passed (at
+//! most k). Without it a rate that drops tenfold leaves the oversized zone slices in place for ten
+//! times longer, an idle filter never shrinks, and the first insertion after a pause re-stamps the
+//! slices holding the keys from before it, keeping them for another T. With it memory follows the
+//! rate within about `T + k T / l`, and no key outlives [`TimeLimitedBloomFilter::retention`].
 
 use super::apbf::MAX_TOTAL_BITS;
 use super::apbf_params::{run_probability, ApbfParams};
@@ -39,7 +41,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::f64::consts::LN_2;
 
-/// Largest factor by which the target generation size g* may change in one shift.
+/// Largest factor by which the target generation size g* may exceed the last generation's size, or
+/// fall below the previous target, in one shift.
 pub const GROWTH_CAP: u64 = 4;
 
 /// Largest slice accepted, in bits (2^36).
@@ -69,7 +72,8 @@ impl Slice {
         Slice {
             bits: Bits::new(m),
             // m >= 2k >= 2, so the divisor is positive.
-            modulus: FastMod::new(m).unwrap_or_else(|| unreachable!("slices hold at least 2k bits")),
+            modulus: FastMod::new(m)
+                .unwrap_or_else(|| unreachable!("slices hold at least 2k bits")),
             inserted: 0,
             capacity: (m as f64 * LN_2).floor() as u64,
             stamp: None,
@@ -142,7 +146,10 @@ impl TryFrom<TimeLimitedRepr> for TimeLimitedBloomFilter {
     fn try_from(r: TimeLimitedRepr) -> Result<Self> {
         let k = r.params.k();
         if r.span == 0 {
-            return Err(Error::invalid("span", "the window must last at least one tick"));
+            return Err(Error::invalid(
+                "span",
+                "the window must last at least one tick",
+            ));
         }
         if r.slices.len() < r.params.slices() as usize {
             return Err(Error::ShapeMismatch {
@@ -160,7 +167,10 @@ impl TryFrom<TimeLimitedRepr> for TimeLimitedBloomFilter {
                 });
             }
             if s.hash_index >= k {
-                return Err(Error::invalid("hash_index", "a slice's hash index is not below k"));
+                return Err(Error::invalid(
+                    "hash_index",
+                    "a slice's hash index is not below k",
+                ));
             }
         }
         let consecutive = r
@@ -200,7 +210,10 @@ impl TimeLimitedBloomFilter {
     /// the observed rate from the first shift on).
     pub fn new(span: Tick, params: ApbfParams, initial_generation: u64, seed: u64) -> Result<Self> {
         if span == 0 {
-            return Err(Error::invalid("span", "the window must last at least one tick"));
+            return Err(Error::invalid(
+                "span",
+                "the window must last at least one tick",
+            ));
         }
         if initial_generation == 0 {
             return Err(Error::invalid(
@@ -210,10 +223,19 @@ impl TimeLimitedBloomFilter {
         }
         let k = params.k();
         let capacity = initial_generation.saturating_mul(u64::from(k));
+        if capacity as f64 > MAX_SLICE_BITS as f64 * LN_2 {
+            return Err(Error::invalid(
+                "initial_generation",
+                format!("{initial_generation} insertions per generation need slices over {MAX_SLICE_BITS} bits"),
+            ));
+        }
         let slices: VecDeque<Slice> = (0..params.slices())
             .map(|j| Slice::new(capacity, k, j % k))
             .collect();
-        let total = slices.iter().map(|s| s.bits.len()).fold(0u64, u64::saturating_add);
+        let total = slices
+            .iter()
+            .map(|s| s.bits.len())
+            .fold(0u64, u64::saturating_add);
         if total > MAX_TOTAL_BITS {
             return Err(Error::invalid(
                 "initial_generation",
@@ -287,11 +309,14 @@ impl TimeLimitedBloomFilter {
         self.span.div_ceil(u64::from(self.params.l())).max(1)
     }
 
-    /// The longest a key can still be reported after its insertion without being a false
-    /// positive of the bits: `T + k * generation_ticks()`.
+    /// The longest a key's own bits can make it reported after its insertion:
+    /// `T + 2k * generation_ticks()`. A key stays in the insertion zone for k generations; each
+    /// takes insertions for at most `generation_ticks()` after it starts and starts at most one
+    /// such duration after the previous one's insertions stopped.
     pub fn retention(&self) -> Tick {
+        let zone = 2 * u64::from(self.params.k());
         self.span
-            .saturating_add(u64::from(self.params.k()).saturating_mul(self.generation_ticks()))
+            .saturating_add(zone.saturating_mul(self.generation_ticks()))
     }
 
     /// The design false positive rate F(k, l) of the steady state, reached just before a shift.
@@ -327,23 +352,43 @@ impl TimeLimitedBloomFilter {
         Ok(())
     }
 
-    fn overdue(&self, now: Tick) -> bool {
-        now - self.generation_start >= self.generation_ticks()
+    /// Ends a generation that has lasted `generation_ticks()`, and moves the zone on by one more
+    /// slice for each further such duration that passed without an event (at most k in all).
+    /// Returns whether anything slid.
+    fn catch_up(&mut self, now: Tick) -> bool {
+        let durations = (now - self.generation_start) / self.generation_ticks();
+        if durations == 0 {
+            return false;
+        }
+        self.slide(now);
+        for _ in 1..durations.min(u64::from(self.params.k())) {
+            // The rate over the pause is already in the target; empty generations add nothing.
+            self.push_slice(now);
+        }
+        true
     }
 
-    /// Ends the current generation: target size (6), new slice 0 (7, 8), retirement (3), and the
-    /// next generation's size (5).
+    /// Ends the current generation: target size (6), then a new slice 0.
     fn slide(&mut self, now: Tick) {
-        let k = self.params.k();
         let elapsed = (now - self.generation_start).max(1);
         let done = self.generation - self.counter;
         let estimate = (done as f64 * self.span as f64
             / (f64::from(self.params.l()) * elapsed as f64))
             .ceil() as u64;
-        self.target = estimate.saturating_add(1).clamp(
-            (self.target / GROWTH_CAP).max(1),
-            self.target.saturating_mul(GROWTH_CAP),
-        );
+        // At most GROWTH_CAP times what the generation really took, at least 1 / GROWTH_CAP of
+        // the previous target.
+        self.target = estimate
+            .saturating_add(1)
+            .min(GROWTH_CAP.saturating_mul(done + 1))
+            .max(self.target / GROWTH_CAP)
+            .max(1);
+        self.push_slice(now);
+    }
+
+    /// The shift proper: a new slice 0 sized for the target (7, 8), retirement (3), and the next
+    /// generation's size (5).
+    fn push_slice(&mut self, now: Tick) {
+        let k = self.params.k();
         let capacity = self.new_capacity(self.target);
         let hash_index = self
             .slices
@@ -370,7 +415,10 @@ impl TimeLimitedBloomFilter {
                     let left = room(j).saturating_sub(constrained);
                     (left.div_ceil((i - j) as u64), j)
                 })
-                .fold((u64::MAX, i), |best, c| if c.0 <= best.0 { c } else { best });
+                .fold(
+                    (u64::MAX, i),
+                    |best, c| if c.0 <= best.0 { c } else { best },
+                );
             if g_star <= g {
                 break;
             }
@@ -398,7 +446,10 @@ impl TimeLimitedBloomFilter {
     fn retire(&mut self, now: Tick) {
         let floor = self.params.slices() as usize;
         while self.slices.len() > floor
-            && self.slices.back().is_some_and(|s| s.expired(now, self.span))
+            && self
+                .slices
+                .back()
+                .is_some_and(|s| s.expired(now, self.span))
         {
             self.slices.pop_back();
         }
@@ -412,7 +463,7 @@ impl WindowFilter for TimeLimitedBloomFilter {
 
     fn insert_hash(&mut self, hash: KeyHash, now: Tick) -> Result<()> {
         self.observe(now)?;
-        if self.counter == 0 || self.overdue(now) {
+        if !self.catch_up(now) && self.counter == 0 {
             self.slide(now);
         }
         for s in self.slices.iter_mut().take(self.params.k() as usize) {
@@ -436,13 +487,11 @@ impl WindowFilter for TimeLimitedBloomFilter {
         })
     }
 
-    /// Ends a generation that has lasted `generation_ticks()` and deletes expired tail slices, so
-    /// memory follows the rate even without insertions.
+    /// Ends a generation that has lasted `generation_ticks()` (see the module docs) and deletes
+    /// expired tail slices, so memory follows the rate even without insertions.
     fn advance(&mut self, now: Tick) -> Result<()> {
         self.observe(now)?;
-        if self.overdue(now) {
-            self.slide(now);
-        } else {
+        if !self.catch_up(now) {
             self.retire(now);
         }
         Ok(())

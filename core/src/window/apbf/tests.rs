@@ -1,5 +1,6 @@
 use super::*;
 use crate::hash::Probes;
+use crate::window::test_util::binomial_upper_99;
 use crate::window::{run_probability, MAX_LEVEL};
 use proptest::prelude::*;
 
@@ -48,7 +49,13 @@ fn for_fpr_picks_the_largest_l_within_the_target() {
         for level in 0..=5 {
             let p = ApbfParams::for_fpr(eps, level).unwrap();
             assert_eq!(p.k(), (1.0 / eps).log2().ceil() as u32 + level);
-            assert!(p.fpr() <= eps, "F({}, {}) = {} > {eps}", p.k(), p.l(), p.fpr());
+            assert!(
+                p.fpr() <= eps,
+                "F({}, {}) = {} > {eps}",
+                p.k(),
+                p.l(),
+                p.fpr()
+            );
             let next = ApbfParams::new(p.k(), p.l() + 1).unwrap();
             assert!(next.fpr() > eps, "l = {} + 1 still fits {eps}", p.l());
         }
@@ -70,7 +77,11 @@ fn for_fpr_lands_beside_the_published_choice() {
         } else {
             assert!(ours.l() < l);
         }
-        assert!(ours.l().abs_diff(l) <= l / 4 + 1, "({k}, {l}) vs ours {}", ours.l());
+        assert!(
+            ours.l().abs_diff(l) <= l / 4 + 1,
+            "({k}, {l}) vs ours {}",
+            ours.l()
+        );
     }
 }
 
@@ -118,7 +129,13 @@ fn run_probability_matches_enumeration() {
         let mut exact = 0.0;
         for mask in 0u32..1 << fills.len() {
             let p: f64 = (0..fills.len())
-                .map(|i| if mask >> i & 1 == 1 { fills[i] } else { 1.0 - fills[i] })
+                .map(|i| {
+                    if mask >> i & 1 == 1 {
+                        fills[i]
+                    } else {
+                        1.0 - fills[i]
+                    }
+                })
                 .product();
             let run = (0..=fills.len() - k).any(|s| (s..s + k).all(|i| mask >> i & 1 == 1));
             if run {
@@ -164,13 +181,6 @@ fn serde_round_trip_and_validation() {
     assert!(serde_json::from_value::<Apbf>(v).is_err());
 }
 
-/// The one-sided 99% upper quantile of Binomial(n, p) by the normal approximation (z = 2.326):
-/// a count above it rejects "the false positive rate is at most p" at the 1% level.
-pub(crate) fn binomial_upper_99(n: u64, p: f64) -> f64 {
-    let mean = n as f64 * p;
-    mean + 2.326 * (mean * (1.0 - p)).sqrt()
-}
-
 /// Steady state: after 3 windows of distinct keys, keys never inserted are queried after each
 /// insertion, so every phase of a generation is sampled. The count of false positives must not
 /// exceed the 99% binomial upper bound for a rate of 1.1 ε. At least 880 false positives are
@@ -205,7 +215,10 @@ fn steady_state_fpr_is_within_target() {
 /// Streams of keys drawn from a small universe (so keys repeat) with repeated and jumping
 /// timestamps.
 fn stream() -> impl Strategy<Value = Vec<(u16, u8)>> {
-    proptest::collection::vec((0u16..300, prop_oneof![Just(0u8), 0u8..3, Just(200)]), 1..700)
+    proptest::collection::vec(
+        (0u16..300, prop_oneof![Just(0u8), 0u8..3, Just(200)]),
+        1..700,
+    )
 }
 
 proptest! {
