@@ -129,12 +129,14 @@ impl Apbf {
         let total = m.checked_mul(u64::from(params.slices()));
         let modulus = match (FastMod::new(m), total) {
             (Some(modulus), Some(total)) if total <= MAX_TOTAL_BITS => modulus,
-            _ => return Err(Error::invalid(
-                "generation",
-                format!(
+            _ => {
+                return Err(Error::invalid(
+                    "generation",
+                    format!(
                     "{generation} insertions per generation need more than {MAX_TOTAL_BITS} bits"
                 ),
-            )),
+                ))
+            }
         };
         Ok(Apbf {
             params,

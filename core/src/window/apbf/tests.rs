@@ -1,3 +1,6 @@
+//! Tests fail loudly: unwrapping a constructor that the test itself configured is the point.
+#![allow(clippy::unwrap_used)]
+
 use super::*;
 use crate::hash::Probes;
 use crate::window::test_util::binomial_upper_99;
