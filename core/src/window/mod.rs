@@ -42,8 +42,6 @@ pub trait WindowFilter {
 mod apbf;
 mod apbf_params;
 mod scan;
-#[cfg(test)]
-mod test_util;
 mod time_limited;
 
 pub use apbf::{Apbf, DEFAULT_LEVEL, MAX_TOTAL_BITS};
