@@ -7,3 +7,4 @@ pub use chronobloom_core as core;
 pub use chronobloom_core::{Error, Result};
 
 pub mod synth;
+pub mod trace;
