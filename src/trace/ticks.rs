@@ -1,12 +1,4 @@
 //! Timestamps to ticks, with an allowed lateness for small reorderings.
-//!
-//! Tick `t` covers `[origin + t·unit, origin + (t+1)·unit)`, where the origin is the first
-//! record's timestamp. Captures are not perfectly ordered (the real trace has inversions of up to
-//! 18 µs between a packet and the one before it), while the filters want non-decreasing ticks.
-//! A record at most `lateness` behind the latest timestamp seen is placed at the latest tick
-//! (clamped, never reordered); one further behind is [`Placement::Late`]: counted, and returned
-//! to the caller, which decides what to do with it. Lateness is compared in time, not in ticks,
-//! so the verdict does not depend on where tick boundaries fall.
 
 use super::TraceError;
 use std::time::Duration;
@@ -38,7 +30,15 @@ pub struct TickerStats {
     pub max_behind_nanos: u64,
 }
 
-/// Maps nanosecond timestamps to ticks; see the [module documentation](self).
+/// Maps nanosecond timestamps to ticks.
+///
+/// Tick `t` covers `[origin + t·unit, origin + (t+1)·unit)`, where the origin is the first
+/// record's timestamp. Captures are not perfectly ordered (the real trace has inversions of up to
+/// 18 µs between a packet and the one before it), while the filters want non-decreasing ticks.
+/// A record at most `lateness` behind the latest timestamp seen is placed at the latest tick
+/// (clamped, never reordered); one further behind is [`Placement::Late`]: counted, and returned
+/// to the caller, which decides what to do with it. Lateness is compared in time, not in ticks,
+/// so the verdict does not depend on where tick boundaries fall.
 ///
 /// ```
 /// use chronobloom::trace::{Placement, Ticker};
