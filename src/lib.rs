@@ -6,5 +6,5 @@
 pub use chronobloom_core as core;
 pub use chronobloom_core::{Error, Result};
 
-pub mod synth;
 pub mod trace;
+pub mod synth;
