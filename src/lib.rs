@@ -7,4 +7,5 @@ pub use chronobloom_core as core;
 pub use chronobloom_core::{Error, Result};
 
 pub mod trace;
+
 pub mod synth;

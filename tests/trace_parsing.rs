@@ -299,6 +299,19 @@ fn raw_ip_under_the_platform_dlt_numbers() {
         let (rs, _) = records(&pcap(linktype, false, false, &[(1, 0, p)]));
         assert_eq!(rs.len(), 1, "link type {linktype}");
     }
+    // Ethernet with the FCS-present flag and a 4-byte FCS length in the upper bits.
+    let frame = ethernet(
+        0x0800,
+        &[],
+        &ipv4(6, [10, 1, 1, 1], [10, 2, 2, 2], &tcp(1, 2)),
+    );
+    let (rs, _) = records(&pcap(
+        (2 << 29) | (1 << 28) | 1,
+        false,
+        false,
+        &[(1, 0, frame)],
+    ));
+    assert_eq!(rs.len(), 1);
     let (rs, _) = records(&pcap(
         229,
         false,

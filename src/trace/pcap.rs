@@ -151,7 +151,8 @@ impl PcapTrace {
             CaptureFormat::Pcap => {
                 let reader = PcapReader::new(input).map_err(header_error)?;
                 let header = reader.header();
-                let linktype = u32::from(header.datalink);
+                // The upper 16 bits may carry an FCS length, which does not change the type.
+                let linktype = u32::from(header.datalink) & 0xffff;
                 let link = LinkType::from_linktype(linktype).ok_or_else(|| {
                     TraceError::UnknownLinkType {
                         path: path.clone(),

@@ -182,6 +182,17 @@ mod tests {
     }
 
     #[test]
+    fn key_kind_names() {
+        assert_eq!("src".parse::<KeyKind>().ok(), Some(KeyKind::Src));
+        assert_eq!("pair".parse::<KeyKind>().ok(), Some(KeyKind::Pair));
+        assert_eq!("5tuple".parse::<KeyKind>().ok(), Some(KeyKind::FiveTuple));
+        assert!(matches!(
+            "dst".parse::<KeyKind>(),
+            Err(TraceError::InvalidArgument { name: "key", .. })
+        ));
+    }
+
+    #[test]
     fn keys_differ_by_kind_fields() {
         let r = FlowRecord {
             ts_nanos: 7,
