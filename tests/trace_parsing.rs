@@ -531,6 +531,23 @@ fn not_a_capture() {
 }
 
 #[test]
+fn pcapng_packet_block_with_a_bad_body_is_a_record_error() {
+    let p = || ipv4(17, [1, 1, 1, 1], [2, 2, 2, 2], &udp(1, 2));
+    let mut bytes = pcapng(101, None, &[(1, p()), (2, p())]);
+    // the first EPB's captured length (body offset 12) now exceeds its block
+    let first = bytes.len() - 2 * (32 + 28);
+    bytes[first + 8 + 12] = 200;
+    let out = outcomes(&bytes).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert!(
+        matches!(&out[0], Err(e @ TraceError::BadPacket { packet: 1, offset, reason: PacketError::Record { .. }, .. }) if e.is_record_error() && *offset == first as u64),
+        "{:?}",
+        out[0]
+    );
+    assert!(out[1].is_ok());
+}
+
+#[test]
 fn pcapng_packet_on_an_undescribed_interface() {
     let mut bytes = pcapng(
         101,

@@ -242,11 +242,18 @@ impl PcapTrace {
                     let block = match parse_block(raw, endianness) {
                         Ok(block) => block,
                         // A packet block with a bad body: the framing held, so go on.
-                        Err(PcapError::InvalidField(reason)) if is_packet => {
+                        Err(e) if is_packet => {
+                            let reason = match e {
+                                PcapError::InvalidField(reason) => reason,
+                                PcapError::Utf8Error(_) | PcapError::FromUtf8Error(_) => {
+                                    "packet block option is not valid UTF-8"
+                                }
+                                _ => "packet block body is malformed",
+                            };
                             return Ok(Some((
                                 at,
                                 FlowRecordOrSkip::Bad(PacketError::Record { reason }),
-                            )))
+                            )));
                         }
                         Err(e) => return Err(container_error(&self.path, e, "block", at)),
                     };
