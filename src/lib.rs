@@ -6,6 +6,8 @@
 pub use chronobloom_core as core;
 pub use chronobloom_core::{Error, Result};
 
+pub mod trace;
+
 pub mod synth;
 
 /// The README's code blocks, compiled and run as doctests.

@@ -1,0 +1,407 @@
+//! pcap and pcapng files, read with the `pcap-file` crate and decoded by [`decode`].
+//!
+//! The container crate does the framing; this reader adds what it leaves out: format detection,
+//! link-type checks, the pcapng interface's timestamp resolution and offset (`if_tsresol`,
+//! `if_tsoffset`; `pcap-file` 2 leaves raw units in its `Duration`), byte offsets for
+//! error messages, and a classic-pcap path that accepts `orig_len > snaplen`, which real
+//! captures contain and `pcap-file`'s checked conversion rejects.
+
+use super::packet::{decode, LinkType, PacketError};
+use super::{FlowRecord, TraceError, TraceStats};
+use byteorder_slice::{BigEndian, LittleEndian};
+use pcap_file::pcap::PcapReader;
+use pcap_file::pcapng::blocks::interface_description::{
+    InterfaceDescriptionBlock, InterfaceDescriptionOption,
+};
+use pcap_file::pcapng::{Block, PcapNgReader, RawBlock};
+use pcap_file::{Endianness, PcapError, TsResolution};
+use std::fs::File;
+use std::io::{Chain, Cursor, ErrorKind, Read};
+use std::path::{Path, PathBuf};
+
+/// The container format of a capture file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureFormat {
+    /// Classic libpcap format (either byte order, micro- or nanosecond timestamps).
+    Pcap,
+    /// pcapng.
+    PcapNg,
+}
+
+type Input = Chain<Cursor<Vec<u8>>, File>;
+
+/// One pcapng interface, as far as decoding needs it.
+#[derive(Debug, Clone, Copy)]
+struct Interface {
+    link: LinkType,
+    /// `if_tsresol`: bit 7 clear means 10^-n seconds per unit, set means 2^-n.
+    tsresol: u8,
+    /// `if_tsoffset`, in seconds.
+    tsoffset: u64,
+}
+
+impl Interface {
+    /// The time of a raw pcapng timestamp, in nanoseconds since the epoch.
+    fn nanos(&self, raw: u64) -> Option<u64> {
+        let exp = u32::from(self.tsresol & 0x7f);
+        let raw = u128::from(raw);
+        let frac = if self.tsresol & 0x80 == 0 {
+            if exp <= 9 {
+                raw.checked_mul(10u128.pow(9 - exp))?
+            } else {
+                10u128.checked_pow(exp - 9).map_or(0, |d| raw / d)
+            }
+        } else {
+            (raw * 1_000_000_000) >> exp
+        };
+        let total = frac.checked_add(u128::from(self.tsoffset) * 1_000_000_000)?;
+        u64::try_from(total).ok()
+    }
+}
+
+enum Source {
+    Pcap {
+        reader: PcapReader<Input>,
+        link: LinkType,
+        nanos_per_frac: u32,
+    },
+    PcapNg {
+        reader: PcapNgReader<Input>,
+        interfaces: Vec<Interface>,
+    },
+}
+
+/// A capture file read as [`FlowRecord`]s: one item per IP packet, or a [`TraceError`].
+///
+/// Frames that carry no IP are counted in [`TraceStats::not_ip`] and skipped. After an error
+/// that is not a [record error](TraceError::is_record_error) the iterator ends.
+///
+/// ```no_run
+/// use chronobloom::trace::PcapTrace;
+/// let trace = PcapTrace::open("data/icmp_ttl.pcap")?;
+/// let records = trace.collect::<Result<Vec<_>, _>>()?;
+/// # Ok::<(), chronobloom::trace::TraceError>(())
+/// ```
+pub struct PcapTrace {
+    path: PathBuf,
+    format: CaptureFormat,
+    source: Source,
+    /// Byte offset of the next packet record or block.
+    offset: u64,
+    stats: TraceStats,
+    done: bool,
+}
+
+impl std::fmt::Debug for PcapTrace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PcapTrace")
+            .field("path", &self.path)
+            .field("format", &self.format)
+            .field("offset", &self.offset)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PcapTrace {
+    /// Opens a pcap or pcapng file, telling them apart by magic number, and reads its file
+    /// header.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, TraceError> {
+        let path = path.as_ref().to_path_buf();
+        let mut file = File::open(&path).map_err(|source| TraceError::Open {
+            path: path.clone(),
+            source,
+        })?;
+        let mut head = Vec::with_capacity(12);
+        (&mut file)
+            .take(12)
+            .read_to_end(&mut head)
+            .map_err(|source| TraceError::Read {
+                path: path.clone(),
+                source,
+            })?;
+        let truncated_header = |path: &Path| TraceError::Truncated {
+            path: path.to_path_buf(),
+            what: "file header",
+            offset: 0,
+        };
+        let magic = match head.get(..4) {
+            Some(m) => u32::from_be_bytes([m[0], m[1], m[2], m[3]]),
+            None => return Err(truncated_header(&path)),
+        };
+        let format = match magic {
+            0xA1B2_C3D4 | 0xD4C3_B2A1 | 0xA1B2_3C4D | 0x4D3C_B2A1 => CaptureFormat::Pcap,
+            0x0A0D_0D0A => CaptureFormat::PcapNg,
+            _ => return Err(TraceError::UnknownFormat { path, magic }),
+        };
+        let shb_len = match (format, head.get(4..12)) {
+            (CaptureFormat::Pcap, _) => 24,
+            (CaptureFormat::PcapNg, Some(h)) => {
+                let len = [h[0], h[1], h[2], h[3]];
+                match h[4..8] {
+                    [0x1A, 0x2B, 0x3C, 0x4D] => u64::from(u32::from_be_bytes(len)),
+                    _ => u64::from(u32::from_le_bytes(len)),
+                }
+            }
+            (CaptureFormat::PcapNg, None) => return Err(truncated_header(&path)),
+        };
+        let input = Cursor::new(head).chain(file);
+        let header_error = |e| container_error(&path, e, "file header", 0);
+        let source = match format {
+            CaptureFormat::Pcap => {
+                let reader = PcapReader::new(input).map_err(header_error)?;
+                let header = reader.header();
+                // The upper 16 bits may carry an FCS length, which does not change the type.
+                let linktype = u32::from(header.datalink) & 0xffff;
+                let link = LinkType::from_linktype(linktype).ok_or_else(|| {
+                    TraceError::UnknownLinkType {
+                        path: path.clone(),
+                        linktype,
+                        interface: 0,
+                    }
+                })?;
+                let nanos_per_frac = match header.ts_resolution {
+                    TsResolution::MicroSecond => 1_000,
+                    TsResolution::NanoSecond => 1,
+                };
+                Source::Pcap {
+                    reader,
+                    link,
+                    nanos_per_frac,
+                }
+            }
+            CaptureFormat::PcapNg => Source::PcapNg {
+                reader: PcapNgReader::new(input).map_err(header_error)?,
+                interfaces: Vec::new(),
+            },
+        };
+        Ok(PcapTrace {
+            path,
+            format,
+            source,
+            offset: shb_len,
+            stats: TraceStats::default(),
+            done: false,
+        })
+    }
+
+    /// The detected container format.
+    pub fn format(&self) -> CaptureFormat {
+        self.format
+    }
+
+    /// Counts so far.
+    pub fn stats(&self) -> TraceStats {
+        self.stats
+    }
+
+    /// The file being read.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads the next packet and returns its byte offset and fate; `Ok(None)` at the end of the
+    /// file. Non-packet pcapng blocks are consumed on the way.
+    fn next_packet(&mut self) -> Result<Option<(u64, FlowRecordOrSkip)>, TraceError> {
+        loop {
+            let at = self.offset;
+            match &mut self.source {
+                Source::Pcap {
+                    reader,
+                    link,
+                    nanos_per_frac,
+                } => {
+                    let raw = match reader.next_raw_packet() {
+                        None => return Ok(None),
+                        Some(Err(e)) => {
+                            return Err(container_error(&self.path, e, "packet record", at))
+                        }
+                        Some(Ok(raw)) => raw,
+                    };
+                    self.offset += 16 + u64::from(raw.incl_len);
+                    let ts = u64::from(raw.ts_frac)
+                        .checked_mul(u64::from(*nanos_per_frac))
+                        .filter(|&n| n < 1_000_000_000)
+                        .map(|n| u64::from(raw.ts_sec) * 1_000_000_000 + n)
+                        .ok_or(PacketError::Record {
+                            reason: "timestamp fraction is a second or more",
+                        });
+                    return Ok(Some((at, packet(*link, ts, &raw.data))));
+                }
+                Source::PcapNg { reader, interfaces } => {
+                    // A section header block parses itself whatever this says, and updates it
+                    // for the blocks after it.
+                    let endianness = reader.section().endianness;
+                    let raw = match reader.next_raw_block() {
+                        None => return Ok(None),
+                        Some(Err(e)) => return Err(container_error(&self.path, e, "block", at)),
+                        Some(Ok(raw)) => raw,
+                    };
+                    self.offset += u64::from(raw.initial_len);
+                    let is_packet = matches!(raw.type_, 2 | 3 | 6);
+                    let block = match parse_block(raw, endianness) {
+                        Ok(block) => block,
+                        // A packet block with a bad body: the framing held, so go on.
+                        Err(e) if is_packet => {
+                            let reason = match e {
+                                PcapError::InvalidField(reason) => reason,
+                                PcapError::Utf8Error(_) | PcapError::FromUtf8Error(_) => {
+                                    "packet block option is not valid UTF-8"
+                                }
+                                _ => "packet block body is malformed",
+                            };
+                            return Ok(Some((
+                                at,
+                                FlowRecordOrSkip::Bad(PacketError::Record { reason }),
+                            )));
+                        }
+                        Err(e) => return Err(container_error(&self.path, e, "block", at)),
+                    };
+                    let (interface, raw_ts, data) = match &block {
+                        Block::SectionHeader(_) => {
+                            interfaces.clear();
+                            continue;
+                        }
+                        Block::InterfaceDescription(idb) => {
+                            let index = u32::try_from(interfaces.len()).unwrap_or(u32::MAX);
+                            interfaces.push(interface(&self.path, idb, index)?);
+                            continue;
+                        }
+                        Block::EnhancedPacket(epb) => {
+                            // pcap-file stores the raw count in units of `if_tsresol` as nanos.
+                            let raw_ts =
+                                u64::try_from(epb.timestamp.as_nanos()).unwrap_or(u64::MAX);
+                            (epb.interface_id, raw_ts, &epb.data)
+                        }
+                        Block::Packet(pb) => (u32::from(pb.interface_id), pb.timestamp, &pb.data),
+                        Block::SimplePacket(_) => {
+                            return Err(TraceError::Malformed {
+                                path: self.path.clone(),
+                                offset: at,
+                                reason:
+                                    "simple packet blocks carry no timestamp and are not supported"
+                                        .into(),
+                            })
+                        }
+                        _ => continue,
+                    };
+                    let Some(iface) = interfaces.get(interface as usize) else {
+                        return Err(TraceError::Malformed {
+                            path: self.path.clone(),
+                            offset: at,
+                            reason: format!(
+                                "packet refers to interface {interface}, but {} are described",
+                                interfaces.len()
+                            ),
+                        });
+                    };
+                    let ts = iface.nanos(raw_ts).ok_or(PacketError::Record {
+                        reason: "timestamp beyond the year 2554",
+                    });
+                    return Ok(Some((at, packet(iface.link, ts, data))));
+                }
+            }
+        }
+    }
+}
+
+/// A packet's fate before its number and offset are attached.
+enum FlowRecordOrSkip {
+    Record(FlowRecord),
+    NotIp,
+    Bad(PacketError),
+}
+
+fn packet(link: LinkType, ts: Result<u64, PacketError>, data: &[u8]) -> FlowRecordOrSkip {
+    match ts.and_then(|ts| decode(link, data, ts)) {
+        Ok(Some(r)) => FlowRecordOrSkip::Record(r),
+        Ok(None) => FlowRecordOrSkip::NotIp,
+        Err(e) => FlowRecordOrSkip::Bad(e),
+    }
+}
+
+fn parse_block(raw: RawBlock<'_>, endianness: Endianness) -> Result<Block<'_>, PcapError> {
+    match endianness {
+        Endianness::Big => raw.try_into_block::<BigEndian>(),
+        Endianness::Little => raw.try_into_block::<LittleEndian>(),
+    }
+}
+
+fn interface(
+    path: &Path,
+    idb: &InterfaceDescriptionBlock<'_>,
+    index: u32,
+) -> Result<Interface, TraceError> {
+    let linktype = u32::from(idb.linktype);
+    let link = LinkType::from_linktype(linktype).ok_or_else(|| TraceError::UnknownLinkType {
+        path: path.to_path_buf(),
+        linktype,
+        interface: index,
+    })?;
+    let mut iface = Interface {
+        link,
+        tsresol: 6,
+        tsoffset: 0,
+    };
+    for option in &idb.options {
+        match option {
+            InterfaceDescriptionOption::IfTsResol(r) => iface.tsresol = *r,
+            InterfaceDescriptionOption::IfTsOffset(o) => iface.tsoffset = *o,
+            _ => {}
+        }
+    }
+    Ok(iface)
+}
+
+/// Maps a `pcap-file` error at `offset` to ours.
+fn container_error(path: &Path, e: PcapError, what: &'static str, offset: u64) -> TraceError {
+    let path = path.to_path_buf();
+    match e {
+        PcapError::IoError(e) if e.kind() == ErrorKind::UnexpectedEof => {
+            TraceError::Truncated { path, what, offset }
+        }
+        PcapError::IncompleteBuffer => TraceError::Truncated { path, what, offset },
+        PcapError::IoError(source) => TraceError::Read { path, source },
+        other => TraceError::Malformed {
+            path,
+            offset,
+            reason: format!("{what}: {other}"),
+        },
+    }
+}
+
+impl Iterator for PcapTrace {
+    type Item = Result<FlowRecord, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            match self.next_packet() {
+                Ok(None) => self.done = true,
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+                Ok(Some((at, outcome))) => {
+                    self.stats.read += 1;
+                    match outcome {
+                        FlowRecordOrSkip::Record(r) => {
+                            self.stats.records += 1;
+                            return Some(Ok(r));
+                        }
+                        FlowRecordOrSkip::NotIp => self.stats.not_ip += 1,
+                        FlowRecordOrSkip::Bad(reason) => {
+                            self.stats.malformed += 1;
+                            return Some(Err(TraceError::BadPacket {
+                                path: self.path.clone(),
+                                packet: self.stats.read,
+                                offset: at,
+                                reason,
+                            }));
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+}
