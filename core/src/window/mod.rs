@@ -38,3 +38,6 @@ pub trait WindowFilter {
         self.contains_hash(KeyHash::of(key, self.seed()), now)
     }
 }
+
+mod sliding;
+pub use sliding::{SlidingBloomFilter, SlidingShape, SlidingStats, SlidingWindow};
