@@ -31,8 +31,10 @@
 //!   `(1 + 1/c)(f + g) / α` subject to `2^g ≥ c + 2` and a sweep of at most two buckets per
 //!   insertion. The slack of §1.1 is one generation: `m = G`.
 //! * **Table size**: `B = ⌈(c + 1) G / (4α)⌉` buckets for a count window. A time window does not
-//!   know its population: it starts small, adds a larger table when the active one reaches load
-//!   `α`, and starts a smaller one when the population falls below an eighth of capacity. A table
+//!   know its population: it starts small; when the active table reaches load `α` it adds a table
+//!   sized for `1.15 (c + 1)` times the busier of the current and the last generation's insertions
+//!   (at least 1.3 times the present population), and when the population falls below a third of
+//!   capacity it starts one sized for 1.15 times the population. A table
 //!   that no longer receives insertions is read until its last live entry expires (at most `c + 1`
 //!   generations) and then dropped, so resizing never loses an item. While two tables are live
 //!   a query reads both and the false positive bound is the sum of their loads' bounds.
@@ -61,6 +63,8 @@ use table::{Placed, Table, LOAD, SLOTS};
 
 /// Stash entries a table may hold before the filter adds a larger table.
 const STASH_LIMIT: usize = 4;
+/// Room a time window leaves above its projected population when it sizes a table.
+const HEADROOM: f64 = 1.15;
 /// Smallest table of a time window, in buckets.
 const MIN_BUCKETS: u64 = 16;
 /// Buckets scanned per insertion are capped at this when choosing `c`.
@@ -175,6 +179,8 @@ pub struct SlidingBloomFilter {
     gen: u64,
     /// Insertions into the current generation.
     in_gen: u64,
+    /// Insertions into the previous generation (a time window's rate estimate).
+    prev_gen: u64,
     last: Option<Tick>,
     /// Live tags of the current generation; derived.
     mask: u64,
@@ -191,6 +197,7 @@ struct SlidingRepr {
     seed: u64,
     gen: u64,
     in_gen: u64,
+    prev_gen: u64,
     last: Option<Tick>,
     tables: Vec<Table>,
     stats: SlidingStats,
@@ -204,6 +211,7 @@ impl From<SlidingBloomFilter> for SlidingRepr {
             seed: f.seed,
             gen: f.gen,
             in_gen: f.in_gen,
+            prev_gen: f.prev_gen,
             last: f.last,
             tables: f.tables,
             stats: f.stats,
@@ -232,6 +240,7 @@ impl TryFrom<SlidingRepr> for SlidingBloomFilter {
             shape,
             gen: r.gen,
             in_gen: r.in_gen,
+            prev_gen: r.prev_gen,
             last: r.last,
             mask: 0,
             tables: r.tables,
@@ -251,9 +260,9 @@ impl SlidingBloomFilter {
     pub fn count_window(n: u64, fpr: f64, seed: u64) -> Result<Self> {
         let window = SlidingWindow::Count(n);
         let shape = SlidingShape::derive(window, fpr)?;
-        let entries = (shape.generations + 1) * shape.generation_len;
+        let entries = (shape.generations + 1).saturating_mul(shape.generation_len);
         let buckets = buckets_for(entries);
-        let sweep = buckets.div_ceil(shape.spare() * shape.generation_len);
+        let sweep = buckets.div_ceil(shape.spare().saturating_mul(shape.generation_len));
         let table = Table::new(buckets, shape.fingerprint_bits, shape.tag_bits, sweep, seed)?;
         Ok(Self::with_table(window, fpr, seed, shape, table))
     }
@@ -282,6 +291,7 @@ impl SlidingBloomFilter {
             shape,
             gen: 0,
             in_gen: 0,
+            prev_gen: 0,
             last: None,
             mask: 0,
             tables: vec![table],
@@ -384,6 +394,7 @@ impl SlidingBloomFilter {
                 }
             }
         }
+        self.prev_gen = if to == self.gen + 1 { self.in_gen } else { 0 };
         self.gen = to;
         self.in_gen = 0;
         self.mask = self.mask_at(to);
@@ -414,10 +425,13 @@ impl SlidingBloomFilter {
         };
         if self.tables.len() == 1
             && active.buckets() > MIN_BUCKETS
-            && active.live() * 8 < active.capacity()
+            && active.live() * 3 < active.capacity()
         {
-            let buckets = buckets_for(2 * active.live()).max(MIN_BUCKETS);
-            if buckets < active.buckets() {
+            // The window lost its oldest generation a moment ago: size for the full window again.
+            let c = self.shape.generations;
+            let entries = (active.live() as f64 * (c + 1) as f64 / c as f64 * HEADROOM) as u64;
+            let buckets = buckets_for(entries).max(MIN_BUCKETS);
+            if 2 * buckets <= active.buckets() {
                 self.add_table(buckets)?;
                 self.stats.shrunk += 1;
             }
@@ -434,12 +448,12 @@ impl SlidingBloomFilter {
         let buckets = match self.window {
             SlidingWindow::Count(_) => active.buckets().saturating_mul(2),
             SlidingWindow::Time(_) => {
-                // Size for the rate seen in this generation as well, so a burst needs few steps.
-                let projected = 2 * (self.shape.generations + 1) * self.in_gen;
-                active
-                    .buckets()
-                    .saturating_mul(4)
-                    .max(buckets_for(projected))
+                // Size for the window population the current rate implies (c + 1 generations at
+                // the busier of this and the last generation), and at least 1.3 times the present.
+                let per_gen = self.in_gen.max(self.prev_gen);
+                let projected = (self.shape.generations + 1).saturating_mul(per_gen) as f64;
+                let entries = (projected * HEADROOM).max(active.live() as f64 * 1.3);
+                buckets_for(entries as u64).max(active.buckets() + 1)
             }
         };
         self.add_table(buckets)?;
@@ -452,7 +466,8 @@ impl SlidingBloomFilter {
         let seed = self.seed ^ mix64(serial);
         let mut table = match self.window {
             SlidingWindow::Count(_) => {
-                let sweep = buckets.div_ceil(self.shape.spare() * self.shape.generation_len);
+                let sweep =
+                    buckets.div_ceil(self.shape.spare().saturating_mul(self.shape.generation_len));
                 let (f, g) = (self.shape.fingerprint_bits, self.shape.tag_bits);
                 Table::new(buckets, f, g, sweep, seed)?
             }
@@ -496,7 +511,10 @@ impl WindowFilter for SlidingBloomFilter {
         if active.insert(b, fp, tag, mask) == Placed::Stashed {
             self.stats.stashed += 1;
         }
-        active.sweep(mask);
+        // Tables that no longer receive insertions are swept too, so they seldom need a purge.
+        for t in &mut self.tables {
+            t.sweep(mask);
+        }
         self.in_gen += 1;
         if let SlidingWindow::Count(_) = self.window {
             if self.in_gen == self.shape.generation_len {

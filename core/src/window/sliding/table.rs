@@ -205,7 +205,7 @@ impl Table {
         self.stash.len()
     }
 
-    /// Slot width, fingerprint width and tag width, in bits.
+    /// Fingerprint width and tag width, in bits.
     pub(crate) fn widths(&self) -> (u32, u32) {
         (self.fp_bits, self.tag_bits)
     }

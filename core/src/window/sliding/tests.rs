@@ -16,6 +16,10 @@ fn bad_input_is_a_typed_error() {
     }
     assert!(SlidingBloomFilter::count_window(0, 0.01, 1).is_err());
     assert!(SlidingBloomFilter::time_window(0, 0.01, 1).is_err());
+    assert!(matches!(
+        SlidingBloomFilter::count_window(u64::MAX, 0.01, 1),
+        Err(Error::OutOfMemory { .. })
+    ));
     for mut f in [
         SlidingBloomFilter::count_window(10, 0.01, 1).unwrap(),
         SlidingBloomFilter::time_window(10, 0.01, 1).unwrap(),
@@ -153,6 +157,8 @@ fn steady_state_fpr_is_within_bound() {
                 assert!(f.estimated_fpr() <= eps);
             }
         }
+        // The deamortized sweep keeps pace: no full-table purge, nothing stashed.
+        assert_eq!(f.stats(), SlidingStats::default());
         let rate = fp as f64 / QUERIES as f64;
         assert!(rate <= 1.1 * eps, "ε = {eps}: measured {rate}");
         assert!(
