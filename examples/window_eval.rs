@@ -15,7 +15,9 @@
 //! query times come from a second, timing-only pass. Malformed input exits with code 2.
 
 use chronobloom::core::hash::KeyHash;
-use chronobloom::core::window::{Apbf, TimeLimitedBloomFilter, WindowFilter, DEFAULT_LEVEL};
+use chronobloom::core::window::{
+    Apbf, SlidingBloomFilter, TimeLimitedBloomFilter, WindowFilter, DEFAULT_LEVEL,
+};
 use clap::{Parser, ValueEnum};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -94,7 +96,6 @@ enum EvalError {
         filter: &'static str,
         needs: &'static str,
     },
-    NotBuilt(&'static str),
 }
 
 impl fmt::Display for EvalError {
@@ -108,10 +109,6 @@ impl fmt::Display for EvalError {
             EvalError::WrongWindow { filter, needs } => {
                 write!(f, "--filter {filter} needs {needs}")
             }
-            EvalError::NotBuilt(name) => write!(
-                f,
-                "--filter {name} is not built in this binary yet; use apbf or tlbf"
-            ),
         }
     }
 }
@@ -166,8 +163,22 @@ fn build(args: &Args, window: Window) -> Result<Built, EvalError> {
             filter: "tlbf",
             needs: "--window",
         }),
-        // The Naor–Yogev sliding filter plugs in here (count_window / time_window constructors).
-        (Kind::Sliding, _) => Err(EvalError::NotBuilt("sliding")),
+        (Kind::Sliding, w) => {
+            let (f, len) = match w {
+                Window::Insertions(n) => (SlidingBloomFilter::count_window(n, fpr, seed)?, n),
+                Window::Ticks(t) => (SlidingBloomFilter::time_window(t, fpr, seed)?, t),
+            };
+            let s = f.shape();
+            Ok(Built {
+                // Entries expire after c + 1 generations of G; the window is guaranteed.
+                slack: ((s.generations + 1) * s.generation_len).saturating_sub(len),
+                shape: format!(
+                    "c={} G={} fingerprint_bits={} tag_bits={}",
+                    s.generations, s.generation_len, s.fingerprint_bits, s.tag_bits
+                ),
+                filter: Box::new(f),
+            })
+        }
     }
 }
 

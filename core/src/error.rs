@@ -91,6 +91,12 @@ pub enum Error {
         /// Shapes in the allocation.
         got: usize,
     },
+    /// A structure could not get the memory its size requires.
+    #[error("out of memory: could not allocate {bits} bits; choose a smaller window or a larger error rate")]
+    OutOfMemory {
+        /// The number of bits requested.
+        bits: u64,
+    },
 }
 
 /// Shorthand for results in this crate.

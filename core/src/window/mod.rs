@@ -42,8 +42,10 @@ pub trait WindowFilter {
 mod apbf;
 mod apbf_params;
 mod scan;
+mod sliding;
 mod time_limited;
 
 pub use apbf::{Apbf, DEFAULT_LEVEL, MAX_TOTAL_BITS};
 pub use apbf_params::{run_probability, ApbfParams, MAX_K, MAX_LEVEL, MAX_SLICES};
+pub use sliding::{SlidingBloomFilter, SlidingShape, SlidingStats, SlidingWindow};
 pub use time_limited::{TimeLimitedBloomFilter, GROWTH_CAP, MAX_SLICE_BITS};

@@ -1,0 +1,181 @@
+//! A fixed-width packed integer array: slot `i` holds `width` bits starting at bit `i * width` of a
+//! run of `u64` words, so a slot may straddle two words. Packing is what lets a table of
+//! (fingerprint, generation) slots cost exactly its slot width per slot.
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// `len` unsigned integers of `width` bits each (`1 <= width <= 32`), all zero at first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "PackedRepr", into = "PackedRepr")]
+pub(crate) struct Packed {
+    width: u32,
+    len: u64,
+    words: Vec<u64>,
+}
+
+/// The serialized form, validated on the way in.
+#[derive(Serialize, Deserialize)]
+struct PackedRepr {
+    width: u32,
+    len: u64,
+    words: Vec<u64>,
+}
+
+impl TryFrom<PackedRepr> for Packed {
+    type Error = Error;
+    fn try_from(r: PackedRepr) -> Result<Self> {
+        check_width(r.width)?;
+        let expected = words_for(r.width, r.len)?;
+        if r.words.len() != expected {
+            return Err(Error::ShapeMismatch {
+                what: "words for the packed slots",
+                left: expected as u64,
+                right: r.words.len() as u64,
+            });
+        }
+        Ok(Packed {
+            width: r.width,
+            len: r.len,
+            words: r.words,
+        })
+    }
+}
+
+impl From<Packed> for PackedRepr {
+    fn from(p: Packed) -> Self {
+        PackedRepr {
+            width: p.width,
+            len: p.len,
+            words: p.words,
+        }
+    }
+}
+
+fn check_width(width: u32) -> Result<()> {
+    if (1..=32).contains(&width) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "width",
+            format!("slot width {width} is outside 1..=32"),
+        ))
+    }
+}
+
+fn words_for(width: u32, len: u64) -> Result<usize> {
+    let bits = len
+        .checked_mul(u64::from(width))
+        .ok_or(Error::OutOfMemory { bits: u64::MAX })?;
+    usize::try_from(bits.div_ceil(64)).map_err(|_| Error::OutOfMemory { bits })
+}
+
+impl Packed {
+    /// `len` zero slots of `width` bits; refuses (instead of aborting) when the memory is not there.
+    pub(crate) fn new(width: u32, len: u64) -> Result<Self> {
+        check_width(width)?;
+        let n = words_for(width, len)?;
+        let mut words = Vec::new();
+        words.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
+            bits: n as u64 * 64,
+        })?;
+        words.resize(n, 0);
+        Ok(Packed { width, len, words })
+    }
+
+    /// Number of slots.
+    #[inline]
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    #[inline]
+    fn mask(&self) -> u64 {
+        (1u64 << self.width) - 1
+    }
+
+    /// The value in slot `i` (`i < len`).
+    #[inline]
+    pub(crate) fn get(&self, i: u64) -> u64 {
+        debug_assert!(i < self.len);
+        let bit = i * u64::from(self.width);
+        let w = (bit / 64) as usize;
+        let off = (bit % 64) as u32;
+        let mut v = self.words[w] >> off;
+        if off + self.width > 64 {
+            v |= self.words[w + 1] << (64 - off);
+        }
+        v & self.mask()
+    }
+
+    /// Stores `v` (which must fit in `width` bits) in slot `i` (`i < len`).
+    #[inline]
+    pub(crate) fn set(&mut self, i: u64, v: u64) {
+        debug_assert!(i < self.len && v <= self.mask());
+        let mask = self.mask();
+        let bit = i * u64::from(self.width);
+        let w = (bit / 64) as usize;
+        let off = (bit % 64) as u32;
+        self.words[w] = (self.words[w] & !(mask << off)) | (v << off);
+        if off + self.width > 64 {
+            let spill = 64 - off;
+            self.words[w + 1] = (self.words[w + 1] & !(mask >> spill)) | (v >> spill);
+        }
+    }
+
+    /// Zeroes every slot.
+    pub(crate) fn clear(&mut self) {
+        self.words.fill(0);
+    }
+
+    /// Memory held by the words, in bits.
+    pub(crate) fn memory_bits(&self) -> u64 {
+        self.words.len() as u64 * 64
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn refuses_bad_width_and_shape() {
+        assert!(Packed::new(0, 10).is_err());
+        assert!(Packed::new(33, 10).is_err());
+        let bad = r#"{"width":13,"len":10,"words":[0]}"#;
+        assert!(serde_json::from_str::<Packed>(bad).is_err());
+        let good = r#"{"width":13,"len":10,"words":[0,0,0]}"#;
+        assert!(serde_json::from_str::<Packed>(good).is_ok());
+    }
+
+    #[test]
+    fn memory_is_the_packed_size() {
+        let p = Packed::new(13, 100).unwrap();
+        assert_eq!(p.memory_bits(), 1300u64.div_ceil(64) * 64);
+    }
+
+    proptest! {
+        #[test]
+        fn behaves_like_a_vec(
+            width in 1u32..=32,
+            writes in proptest::collection::vec((0u64..300, any::<u64>()), 0..400),
+        ) {
+            let mut p = Packed::new(width, 300).unwrap();
+            let mut model = vec![0u64; 300];
+            let mask = (1u64 << width) - 1;
+            for &(i, v) in &writes {
+                p.set(i, v & mask);
+                model[i as usize] = v & mask;
+            }
+            for (i, &v) in model.iter().enumerate() {
+                prop_assert_eq!(p.get(i as u64), v);
+            }
+            let json = serde_json::to_string(&p).unwrap();
+            prop_assert_eq!(serde_json::from_str::<Packed>(&json).unwrap(), p.clone());
+            p.clear();
+            prop_assert!((0..300).all(|i| p.get(i) == 0));
+        }
+    }
+}
