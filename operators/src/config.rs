@@ -281,6 +281,7 @@ impl IndexConfigBuilder {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use chronobloom_core::bloom::FilterShape;

@@ -119,6 +119,7 @@ pub fn owned_words(words: usize, peers: usize, owner: usize) -> Range<usize> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

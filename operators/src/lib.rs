@@ -28,3 +28,5 @@ pub use index::LocalIndex;
 pub use query::{IndexEvent, MergeQuery, QueryAnswer};
 pub use state::PartitionedPbf2;
 pub use temporal::{IndexStreams, TemporalIndex};
+/// The Timely Dataflow version these operators are built on.
+pub use timely;

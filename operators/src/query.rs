@@ -37,7 +37,8 @@ pub struct QueryAnswer<K> {
 /// What the merge-and-query operator emits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum IndexEvent<K> {
-    /// A query's answer, at the last tick of its answering epoch.
+    /// A query's answer, at the last tick of its answering epoch (or at the query's own time,
+    /// when later).
     Answer(QueryAnswer<K>),
     /// The merged state's digest after an epoch, at the epoch's last tick.
     Digest(EpochDigest),
@@ -96,7 +97,8 @@ struct Inbox {
     shipments: Vec<Shipment>,
 }
 
-/// A batch of queries waiting for their answering epoch, with a capability at its last tick.
+/// A batch of queries waiting for their answering epoch, with a capability at its last tick (or
+/// at the queries' time, when later).
 struct Held<K> {
     cap: Capability<u64>,
     issued: Tick,
@@ -155,7 +157,7 @@ impl<'scope> MergeQuery<'scope> for StreamVec<'scope, u64, Shipment> {
                         }
                         for (e, queries) in by_epoch {
                             held.entry(e).or_default().push(Held {
-                                cap: cap.delayed(&config.epoch_last(e), port),
+                                cap: cap.delayed(&config.epoch_last(e).max(issued), port),
                                 issued,
                                 queries,
                             });
