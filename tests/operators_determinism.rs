@@ -324,7 +324,7 @@ fn two_process_child() {
     };
     let timely_config = timely::Config::from_args(args.split(' ').map(String::from)).unwrap();
     let out = run(timely_config, config(Placement::Replicated), workload());
-    println!("{RESULT_PREFIX}{}", serde_json::to_string(&out).unwrap());
+    println!("\n{RESULT_PREFIX}{}", serde_json::to_string(&out).unwrap());
 }
 
 #[test]
@@ -383,7 +383,7 @@ fn two_processes_over_loopback() {
         );
         let line = stdout
             .lines()
-            .find_map(|l| l.strip_prefix(RESULT_PREFIX))
+            .find_map(|l| l.split_once(RESULT_PREFIX).map(|(_, json)| json))
             .unwrap_or_else(|| panic!("no outcome in child output: {stdout}"));
         let out: Outcome = serde_json::from_str(line).unwrap();
         all.digests.extend(out.digests);

@@ -11,8 +11,9 @@ pub enum Placement {
     /// worker and queries are answered where they enter.
     #[default]
     Replicated,
-    /// Each worker owns a contiguous range of words of every level; deltas are routed to the
-    /// owners and a query is answered by combining the owners' partial answers.
+    /// Each worker owns a range of words of every level; deltas are routed to the owners and a
+    /// query is answered by combining the owners' partial answers. Not implemented yet:
+    /// [`IndexConfigBuilder::build`] refuses it.
     Sharded,
 }
 
@@ -43,7 +44,7 @@ impl IndexConfig {
     ///     .partitions(24)
     ///     .bits(1_000_000)
     ///     .hashes(5)
-    ///     .placement(Placement::Sharded)
+    ///     .placement(Placement::Replicated)
     ///     .build()
     ///     .unwrap();
     /// assert_eq!(cfg.horizon(), 86_400);
@@ -269,6 +270,12 @@ impl IndexConfigBuilder {
                 ),
             ));
         }
+        if self.placement == Placement::Sharded {
+            return Err(Error::config(
+                "placement",
+                "the sharded placement is not implemented yet; use Replicated",
+            ));
+        }
         Ok(IndexConfig {
             epoch_len,
             partition_len,
@@ -334,6 +341,7 @@ mod tests {
         refused(base().partition_len(0), "partition_len");
         refused(base().epoch_len(7), "epoch_len");
         refused(base().partitions(0), "partitions");
+        refused(base().placement(Placement::Sharded), "placement");
         refused(base().partitions(u64::MAX), "partitions");
         refused(IndexConfig::builder().epoch_len(1).partition_len(8), "bits");
         refused(base().bits(0), "bits");

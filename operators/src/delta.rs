@@ -4,7 +4,7 @@ use crate::stats::LocalStats;
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
-/// Words per digest block; shard ranges are whole blocks so owners can hash what they hold.
+/// Words per digest block ([`crate::digest`]).
 pub const BLOCK_WORDS: usize = 1024;
 
 /// Bytes one sparse entry costs on the wire: a `u32` index and a `u64` word.
@@ -84,7 +84,7 @@ pub struct LevelDelta {
 }
 
 /// What one worker sends one destination worker when an epoch closes: the deltas the
-/// destination must merge (all of them when replicated, the destination's words when sharded).
+/// destination must merge.
 ///
 /// A worker that saw records in an epoch sends a shipment to every worker, even an empty one, so
 /// every worker learns which epochs had records.
@@ -109,15 +109,6 @@ impl Shipment {
     }
 }
 
-/// The words of a level of `words` words that worker `owner` of `peers` owns when sharded:
-/// a contiguous run of whole [`BLOCK_WORDS`] blocks (possibly empty).
-pub fn owned_words(words: usize, peers: usize, owner: usize) -> Range<usize> {
-    let blocks = words.div_ceil(BLOCK_WORDS);
-    let first = blocks * owner / peers;
-    let last = blocks * (owner + 1) / peers;
-    (first * BLOCK_WORDS).min(words)..(last * BLOCK_WORDS).min(words)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -138,21 +129,5 @@ mod tests {
             .unwrap()
             .for_each(|i, w| seen.push((i, w)));
         assert_eq!(seen, vec![(3, 3), (4, 4), (5, 5)]);
-    }
-
-    #[test]
-    fn shards_cover_each_word_once() {
-        for words in [1, 5, 1024, 1025, 5000, 70_000] {
-            for peers in 1..6 {
-                let mut next = 0;
-                for owner in 0..peers {
-                    let r = owned_words(words, peers, owner);
-                    assert_eq!(r.start, next);
-                    assert_eq!(r.start % BLOCK_WORDS, 0);
-                    next = r.end;
-                }
-                assert_eq!(next, words);
-            }
-        }
     }
 }

@@ -11,12 +11,13 @@
 //!   each) of every partition that holds a filter, ascending. A partition no record reached holds
 //!   none.
 //!
-//! Blocks make the digest computable by shard owners, which each hold whole blocks.
+//! Blocks let a worker holding only whole blocks of a level (a shard) hash its part.
 
 use crate::delta::BLOCK_WORDS;
 use chronobloom_core::bloom::Filter;
 use chronobloom_core::temporal::Pbf2;
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
 
 /// The merged state's digest after an epoch, as one worker sees it.
@@ -98,4 +99,51 @@ pub fn state_digest<'a>(partitions: impl IntoIterator<Item = (u64, &'a Pbf2)>) -
             .into_iter()
             .map(|(p, pbf)| (p, partition_digest(pbf))),
     )
+}
+
+/// Block hashes of every partition of a merged state, refreshed block by block as deltas land,
+/// so a digest after each epoch costs the blocks the epoch changed, not the whole state.
+#[derive(Debug, Default)]
+pub(crate) struct DigestCache {
+    /// Partition → level → block hashes (empty for a level without bits).
+    blocks: BTreeMap<u64, Vec<Vec<u64>>>,
+}
+
+impl DigestCache {
+    /// Rehashes the `touched` (level, block) pairs of partition `p` (every block the first time
+    /// the partition is seen).
+    pub(crate) fn refresh(&mut self, p: u64, pbf: &Pbf2, touched: &BTreeSet<(u32, usize)>) {
+        let hashes = |l: u32| {
+            pbf.level(l)
+                .map_or_else(Vec::new, |f| block_hashes(f.bits().words()).collect())
+        };
+        let Some(levels) = self.blocks.get_mut(&p) else {
+            self.blocks
+                .insert(p, (0..pbf.levels()).map(hashes).collect());
+            return;
+        };
+        for &(l, b) in touched {
+            let (Some(f), Some(slot)) = (pbf.level(l), levels.get_mut(l as usize)) else {
+                continue;
+            };
+            let words = f.bits().words();
+            let start = b * BLOCK_WORDS;
+            if let (Some(h), Some(chunk)) = (slot.get_mut(b), words.get(start..)) {
+                *h = block_hash(&chunk[..chunk.len().min(BLOCK_WORDS)]);
+            }
+        }
+    }
+
+    /// The state digest of the partitions seen so far, given each partition's PBF-2 for the
+    /// level bit lengths.
+    pub(crate) fn digest<'a>(&self, pbf: impl Fn(u64) -> Option<&'a Pbf2>) -> u64 {
+        combine_partitions(self.blocks.iter().filter_map(|(&p, levels)| {
+            let f = pbf(p)?;
+            let d = combine_levels(levels.iter().enumerate().map(|(l, blocks)| {
+                let bits = f.level(l as u32).map_or(0, |x| x.bit_len());
+                level_digest(l as u32, bits, blocks.iter().copied())
+            }));
+            Some((p, d))
+        }))
+    }
 }

@@ -1,8 +1,8 @@
 //! The local index operator: each worker's own per-partition PBF-2s, and their deltas at epoch
 //! close.
 
-use crate::config::{IndexConfig, Placement};
-use crate::delta::{owned_words, DeltaWords, LevelDelta, Shipment};
+use crate::config::IndexConfig;
+use crate::delta::{DeltaWords, LevelDelta, Shipment};
 use crate::stats::{LocalStats, RejectReason};
 use chronobloom_core::hash::{Key, KeyHash};
 use chronobloom_core::temporal::{Pbf2, TemporalFilter, Tick};
@@ -18,9 +18,8 @@ use timely::dataflow::StreamVec;
 /// A record is a key; its tick is its **dataflow timestamp** (`u64` ticks, identity mapping; a
 /// batch's records take the batch's least time). The epoch closes when the input frontier passes
 /// its last tick; the worker then sends every worker a [`Shipment`] stamped with the epoch's last
-/// tick: the changed words of every level (all of them when [`Placement::Replicated`], the
-/// destination's shard when [`Placement::Sharded`]), each level sparse or dense, whichever is
-/// smaller. Records of later epochs wait in a buffer until their epoch is the earliest open one,
+/// tick: the changed words of every level, each level sparse or dense, whichever is smaller
+/// ([`crate::Placement::Replicated`]). Records of later epochs wait in a buffer until their epoch is the earliest open one,
 /// so a delta holds exactly its epoch's records. Records at or past the horizon are counted, not
 /// indexed.
 ///
@@ -198,27 +197,14 @@ impl LocalState {
                 }
                 changed.sort_unstable();
                 let words = f.bits().words();
-                let delta = |words_of: DeltaWords| LevelDelta {
-                    partition: p,
-                    level,
-                    words: words_of,
-                };
-                match self.config.placement() {
-                    Placement::Replicated => {
-                        if let Some(d) = DeltaWords::encode(&changed, words, 0..words.len()) {
-                            let d = delta(d);
-                            for v in &mut per_dest {
-                                v.push(d.clone());
-                            }
-                        }
-                    }
-                    Placement::Sharded => {
-                        for (dest, v) in per_dest.iter_mut().enumerate() {
-                            let range = owned_words(words.len(), self.peers, dest);
-                            if let Some(d) = DeltaWords::encode(&changed, words, range) {
-                                v.push(delta(d));
-                            }
-                        }
+                if let Some(d) = DeltaWords::encode(&changed, words, 0..words.len()) {
+                    let d = LevelDelta {
+                        partition: p,
+                        level,
+                        words: d,
+                    };
+                    for v in &mut per_dest {
+                        v.push(d.clone());
                     }
                 }
             }

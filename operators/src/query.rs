@@ -3,13 +3,14 @@
 
 use crate::config::IndexConfig;
 use crate::delta::Shipment;
-use crate::digest::{combine_partitions, partition_digest, EpochDigest};
+use crate::delta::BLOCK_WORDS;
+use crate::digest::{DigestCache, EpochDigest};
 use crate::state::PartitionedPbf2;
 use crate::stats::EpochStats;
 use chronobloom_core::hash::Key;
 use chronobloom_core::temporal::{Tick, TimeRange};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::Capability;
@@ -122,7 +123,7 @@ impl<'scope> MergeQuery<'scope> for StreamVec<'scope, u64, Shipment> {
             move |default_cap, _| {
                 drop(default_cap);
                 let mut replica = PartitionedPbf2::new(&config);
-                let mut digests: BTreeMap<u64, u64> = BTreeMap::new();
+                let mut digests = DigestCache::default();
                 let mut inbox: BTreeMap<u64, Inbox> = BTreeMap::new();
                 let mut held: BTreeMap<u64, Vec<Held<K>>> = BTreeMap::new();
                 move |(s_in, s_frontier), (q_in, q_frontier), output| {
@@ -189,19 +190,25 @@ impl<'scope> MergeQuery<'scope> for StreamVec<'scope, u64, Shipment> {
                                     queries_held: 0,
                                     shipments_held: 0,
                                 };
+                                let mut touched = BTreeSet::new();
                                 for s in shipments {
                                     if s.from != me {
                                         stats.bytes_received += s.wire_bytes();
                                     }
                                     for d in &s.deltas {
                                         stats.refused_words += replica.apply(d);
+                                        if d.partition == p {
+                                            d.words.for_each(|i, _| {
+                                                touched.insert((d.level, i / BLOCK_WORDS));
+                                            });
+                                        }
                                     }
                                     if let Some(local) = s.local {
                                         stats.local = local;
                                     }
                                 }
                                 if let Some(pbf) = replica.partition(p) {
-                                    digests.insert(p, partition_digest(pbf));
+                                    digests.refresh(p, pbf, &touched);
                                 }
                                 stats.levels = replica.level_stats(p);
                                 stats.merged_bits = replica.memory_bits();
@@ -215,9 +222,7 @@ impl<'scope> MergeQuery<'scope> for StreamVec<'scope, u64, Shipment> {
                                 let digest = EpochDigest {
                                     epoch: c,
                                     worker: me,
-                                    digest: combine_partitions(
-                                        digests.iter().map(|(&p, &d)| (p, d)),
-                                    ),
+                                    digest: digests.digest(|p| replica.partition(p)),
                                 };
                                 let mut session = output.session(&cap);
                                 session.give(IndexEvent::Digest(digest));

@@ -19,7 +19,7 @@ pub enum RejectReason {
 pub struct LevelStats {
     /// The level (0 = finest).
     pub level: u32,
-    /// Bits of the level this worker holds (all of them when replicated, its shard when sharded).
+    /// Bits of the level this worker holds.
     pub bits: u64,
     /// Fraction of those bits set.
     pub fill: f64,
@@ -68,7 +68,7 @@ pub struct EpochStats {
     pub worker: u32,
     /// The worker's local index during the epoch.
     pub local: LocalStats,
-    /// Occupancy of the merged levels of the epoch's partition that this worker holds.
+    /// Occupancy of each merged level of the epoch's partition.
     pub levels: Vec<LevelStats>,
     /// Bits of merged state this worker holds (all partitions).
     pub merged_bits: u64,
