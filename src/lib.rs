@@ -1,10 +1,12 @@
 //! # chronobloom
 //!
 //! Approximate temporal membership for Timely Dataflow pipelines. This facade re-exports the data
-//! structures of [`chronobloom_core`] as [`core`]; see the README for the tour.
+//! structures of [`chronobloom_core`] as [`core`] and the Timely operators of
+//! [`chronobloom_operators`] as [`operators`]; see the README for the tour.
 
 pub use chronobloom_core as core;
 pub use chronobloom_core::{Error, Result};
+pub use chronobloom_operators as operators;
 
 pub mod trace;
 

@@ -1,0 +1,386 @@
+//! The index configuration: epochs, partitions, filter sizes and where the merged state lives.
+
+use crate::error::{Error, Result};
+use chronobloom_core::temporal::{Allocation, Pbf2, Tick, TimeRange};
+use serde::{Deserialize, Serialize};
+
+/// Where the merged state lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Placement {
+    /// Every worker keeps the full merged PBF-2 of every partition; deltas are sent to every
+    /// worker and queries are answered where they enter.
+    #[default]
+    Replicated,
+    /// Each worker owns a range of words of every level; deltas are routed to the owners and a
+    /// query is answered by combining the owners' partial answers. Not implemented yet:
+    /// [`IndexConfigBuilder::build`] refuses it.
+    Sharded,
+}
+
+/// A validated index configuration (build one with [`IndexConfig::builder`]).
+///
+/// Time is cut into **epochs** of `epoch_len` ticks (the unit of delta exchange) and
+/// **partitions** of `partition_len` ticks (one static PBF-2 over `0..partition_len` each). A
+/// record at tick `t` goes to partition `t / partition_len` at local tick `t % partition_len`;
+/// ticks at or past `partitions * partition_len` are rejected and counted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexConfig {
+    epoch_len: Tick,
+    partition_len: Tick,
+    partitions: u64,
+    allocation: Allocation,
+    seed: u64,
+    placement: Placement,
+}
+
+impl IndexConfig {
+    /// A builder with no sizes set.
+    ///
+    /// ```
+    /// use chronobloom_operators::{IndexConfig, Placement};
+    /// let cfg = IndexConfig::builder()
+    ///     .epoch_len(60)
+    ///     .partition_len(3_600)
+    ///     .partitions(24)
+    ///     .bits(1_000_000)
+    ///     .hashes(5)
+    ///     .placement(Placement::Replicated)
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(cfg.horizon(), 86_400);
+    /// // an epoch must not straddle two partitions
+    /// assert!(IndexConfig::builder().epoch_len(7).partition_len(100).bits(64).build().is_err());
+    /// ```
+    pub fn builder() -> IndexConfigBuilder {
+        IndexConfigBuilder::default()
+    }
+
+    /// Ticks per epoch.
+    pub fn epoch_len(&self) -> Tick {
+        self.epoch_len
+    }
+
+    /// Ticks per partition (each partition is a static PBF-2 with this horizon).
+    pub fn partition_len(&self) -> Tick {
+        self.partition_len
+    }
+
+    /// Number of partitions.
+    pub fn partitions(&self) -> u64 {
+        self.partitions
+    }
+
+    /// The first tick no partition covers: `partitions * partition_len`.
+    pub fn horizon(&self) -> Tick {
+        self.partitions * self.partition_len
+    }
+
+    /// Bits and hashes of every level of a partition's PBF-2, finest level first.
+    pub fn allocation(&self) -> &Allocation {
+        &self.allocation
+    }
+
+    /// Hash seed of every filter.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Where the merged state lives.
+    pub fn placement(&self) -> Placement {
+        self.placement
+    }
+
+    /// The epoch holding tick `t`.
+    pub fn epoch_of(&self, t: Tick) -> u64 {
+        t / self.epoch_len
+    }
+
+    /// The first tick of epoch `e` (saturating).
+    pub fn epoch_start(&self, e: u64) -> Tick {
+        e.saturating_mul(self.epoch_len)
+    }
+
+    /// The last tick of epoch `e` (saturating).
+    pub fn epoch_last(&self, e: u64) -> Tick {
+        self.epoch_start(e).saturating_add(self.epoch_len - 1)
+    }
+
+    /// The partition holding epoch `e` (epochs never straddle partitions).
+    pub fn partition_of_epoch(&self, e: u64) -> u64 {
+        self.epoch_start(e) / self.partition_len
+    }
+
+    /// The epoch whose merged state answers a query over `range` issued at `issued`:
+    /// `epoch(max(issued, range.end))`, clamped to the last epoch before the horizon (the state
+    /// never changes after it, so waiting longer could not change the answer).
+    pub fn answering_epoch(&self, issued: Tick, range: TimeRange) -> u64 {
+        self.epoch_of(issued.max(range.end()).min(self.horizon() - 1))
+    }
+
+    /// An empty PBF-2 for one partition.
+    pub fn new_partition(&self) -> Pbf2 {
+        // `build` checked the horizon and the allocation's length and shapes, which is all
+        // `Pbf2::new` checks.
+        Pbf2::new(self.partition_len, &self.allocation, self.seed)
+            .expect("IndexConfig::build validated the partition shape")
+    }
+}
+
+/// Builds an [`IndexConfig`]; [`IndexConfigBuilder::build`] validates every field.
+#[derive(Debug, Clone, Default)]
+pub struct IndexConfigBuilder {
+    epoch_len: Option<Tick>,
+    partition_len: Option<Tick>,
+    partitions: Option<u64>,
+    bits: Option<u64>,
+    hashes: Option<u32>,
+    allocation: Option<Allocation>,
+    seed: u64,
+    placement: Placement,
+}
+
+/// Hash functions per level when neither [`IndexConfigBuilder::hashes`] nor an allocation is
+/// given.
+pub const DEFAULT_HASHES: u32 = 4;
+
+impl IndexConfigBuilder {
+    /// Ticks per epoch (required; must divide the partition length).
+    pub fn epoch_len(mut self, ticks: Tick) -> Self {
+        self.epoch_len = Some(ticks);
+        self
+    }
+
+    /// Ticks per partition (required).
+    pub fn partition_len(mut self, ticks: Tick) -> Self {
+        self.partition_len = Some(ticks);
+        self
+    }
+
+    /// Number of partitions (default 1).
+    pub fn partitions(mut self, partitions: u64) -> Self {
+        self.partitions = Some(partitions);
+        self
+    }
+
+    /// Total bits per partition, spread evenly over its levels (required unless an allocation is
+    /// given).
+    pub fn bits(mut self, bits: u64) -> Self {
+        self.bits = Some(bits);
+        self
+    }
+
+    /// Hash functions per level with [`Self::bits`] (default [`DEFAULT_HASHES`]).
+    pub fn hashes(mut self, hashes: u32) -> Self {
+        self.hashes = Some(hashes);
+        self
+    }
+
+    /// An explicit per-level allocation instead of [`Self::bits`] and [`Self::hashes`].
+    pub fn allocation(mut self, allocation: Allocation) -> Self {
+        self.allocation = Some(allocation);
+        self
+    }
+
+    /// Hash seed (default 0).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Where the merged state lives (default [`Placement::Replicated`]).
+    pub fn placement(mut self, placement: Placement) -> Self {
+        self.placement = placement;
+        self
+    }
+
+    /// Validates and returns the configuration.
+    pub fn build(self) -> Result<IndexConfig> {
+        let epoch_len = self
+            .epoch_len
+            .ok_or_else(|| Error::config("epoch_len", "is required"))?;
+        let partition_len = self
+            .partition_len
+            .ok_or_else(|| Error::config("partition_len", "is required"))?;
+        let partitions = self.partitions.unwrap_or(1);
+        if epoch_len == 0 {
+            return Err(Error::config("epoch_len", "must be at least 1 tick"));
+        }
+        if partition_len == 0 {
+            return Err(Error::config("partition_len", "must be at least 1 tick"));
+        }
+        if partition_len % epoch_len != 0 {
+            return Err(Error::config(
+                "epoch_len",
+                format!("{epoch_len} does not divide partition_len {partition_len}"),
+            ));
+        }
+        if partitions == 0 {
+            return Err(Error::config("partitions", "must be at least 1"));
+        }
+        if partitions.checked_mul(partition_len).is_none() {
+            return Err(Error::config(
+                "partitions",
+                "partitions * partition_len overflows u64 ticks",
+            ));
+        }
+        let levels = Pbf2::levels_for(partition_len)? as usize;
+        let allocation = match (self.allocation, self.bits) {
+            (Some(_), Some(_)) => {
+                return Err(Error::config(
+                    "bits",
+                    "give either bits (and hashes) or an allocation, not both",
+                ))
+            }
+            (Some(_), None) if self.hashes.is_some() => {
+                return Err(Error::config(
+                    "hashes",
+                    "the allocation already fixes each level's hashes",
+                ))
+            }
+            (Some(a), None) => a,
+            (None, Some(bits)) => {
+                Allocation::uniform(levels, bits, self.hashes.unwrap_or(DEFAULT_HASHES))?
+            }
+            (None, None) => {
+                return Err(Error::config("bits", "is required (or give an allocation)"))
+            }
+        };
+        if allocation.shapes().len() != levels {
+            return Err(Error::config(
+                "allocation",
+                format!(
+                    "has {} levels, a PBF-2 over {partition_len} ticks has {levels}",
+                    allocation.shapes().len()
+                ),
+            ));
+        }
+        if allocation.total_bits() == 0 {
+            return Err(Error::config("bits", "at least one level needs bits"));
+        }
+        if let Some(s) = allocation
+            .shapes()
+            .iter()
+            .find(|s| s.bits / 64 > u64::from(u32::MAX))
+        {
+            return Err(Error::config(
+                "bits",
+                format!(
+                    "a level of {} bits has more words than a u32 indexes",
+                    s.bits
+                ),
+            ));
+        }
+        if self.placement == Placement::Sharded {
+            return Err(Error::config(
+                "placement",
+                "the sharded placement is not implemented yet; use Replicated",
+            ));
+        }
+        Ok(IndexConfig {
+            epoch_len,
+            partition_len,
+            partitions,
+            allocation,
+            seed: self.seed,
+            placement: self.placement,
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use chronobloom_core::bloom::FilterShape;
+
+    fn base() -> IndexConfigBuilder {
+        IndexConfig::builder()
+            .epoch_len(10)
+            .partition_len(100)
+            .bits(6_400)
+    }
+
+    fn refused(b: IndexConfigBuilder, name: &str) {
+        match b.build() {
+            Err(Error::Config { name: n, .. }) => assert_eq!(n, name),
+            other => panic!("expected a config error on {name}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn valid_configuration_and_epoch_arithmetic() {
+        let c = base().partitions(3).seed(9).build().unwrap();
+        assert_eq!(c.horizon(), 300);
+        assert_eq!(c.allocation().shapes().len(), 8);
+        assert_eq!(c.allocation().total_bits(), 6_400);
+        assert_eq!(c.epoch_of(25), 2);
+        assert_eq!((c.epoch_start(2), c.epoch_last(2)), (20, 29));
+        assert_eq!(c.partition_of_epoch(9), 0);
+        assert_eq!(c.partition_of_epoch(10), 1);
+        let r = TimeRange::new(0, 5).unwrap();
+        assert_eq!(c.answering_epoch(33, r), 3);
+        assert_eq!(
+            c.answering_epoch(0, TimeRange::new(0, u64::MAX).unwrap()),
+            29
+        );
+        assert_eq!(c.epoch_last(u64::MAX), u64::MAX);
+        assert_eq!(c.new_partition().levels(), 8);
+    }
+
+    #[test]
+    fn invalid_configurations_are_typed_errors() {
+        refused(
+            IndexConfig::builder().partition_len(10).bits(64),
+            "epoch_len",
+        );
+        refused(
+            IndexConfig::builder().epoch_len(10).bits(64),
+            "partition_len",
+        );
+        refused(base().epoch_len(0), "epoch_len");
+        refused(base().partition_len(0), "partition_len");
+        refused(base().epoch_len(7), "epoch_len");
+        refused(base().partitions(0), "partitions");
+        refused(base().placement(Placement::Sharded), "placement");
+        refused(base().partitions(u64::MAX), "partitions");
+        refused(IndexConfig::builder().epoch_len(1).partition_len(8), "bits");
+        refused(base().bits(0), "bits");
+        let wrong_len = Allocation::uniform(3, 300, 2).unwrap();
+        refused(
+            IndexConfig::builder()
+                .epoch_len(1)
+                .partition_len(8)
+                .allocation(wrong_len),
+            "allocation",
+        );
+        let ok = Allocation::uniform(4, 300, 2).unwrap();
+        refused(base().allocation(ok.clone()), "bits");
+        refused(
+            IndexConfig::builder()
+                .epoch_len(1)
+                .partition_len(8)
+                .allocation(ok.clone())
+                .hashes(3),
+            "hashes",
+        );
+        assert!(IndexConfig::builder()
+            .epoch_len(1)
+            .partition_len(8)
+            .allocation(ok)
+            .build()
+            .is_ok());
+        assert!(matches!(base().hashes(0).build(), Err(Error::Core(_))));
+        let huge = Allocation::new(vec![FilterShape {
+            bits: 64 << 33,
+            hashes: 1,
+        }])
+        .unwrap();
+        refused(
+            IndexConfig::builder()
+                .epoch_len(1)
+                .partition_len(1)
+                .allocation(huge),
+            "bits",
+        );
+    }
+}

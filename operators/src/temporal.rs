@@ -1,0 +1,88 @@
+//! The whole index in one call: local index, delta exchange, merge and queries, with the output
+//! split into typed streams.
+
+use crate::config::IndexConfig;
+use crate::digest::EpochDigest;
+use crate::index::LocalIndex;
+use crate::query::{IndexEvent, MergeQuery, QueryAnswer};
+use crate::stats::EpochStats;
+use chronobloom_core::hash::Key;
+use chronobloom_core::temporal::TimeRange;
+use timely::dataflow::operators::vec::Map;
+use timely::dataflow::StreamVec;
+use timely::ExchangeData;
+
+/// The index's outputs.
+pub struct IndexStreams<'scope, K> {
+    /// One answer per query, at the last tick of its answering epoch.
+    pub answers: StreamVec<'scope, u64, QueryAnswer<K>>,
+    /// Each worker's digest of the merged state after each epoch with records.
+    pub digests: StreamVec<'scope, u64, EpochDigest>,
+    /// Each worker's statistics for each epoch with records.
+    pub stats: StreamVec<'scope, u64, EpochStats>,
+}
+
+/// Builds a temporal index over a stream of keys whose timestamps are their ticks, answering a
+/// stream of `(key, range)` queries: [`LocalIndex`] followed by [`MergeQuery`].
+///
+/// ```
+/// use timely::dataflow::operators::{Capture, Input};
+/// use timely::dataflow::operators::capture::{Event, Extract};
+/// use chronobloom_core::temporal::TimeRange;
+/// use chronobloom_operators::{IndexConfig, TemporalIndex};
+///
+/// let cfg = IndexConfig::builder().epoch_len(10).partition_len(100).bits(8_000).build().unwrap();
+/// let (answers, digests) = timely::execute_directly(move |worker| {
+///     let (mut records, mut queries, answers, digests) = worker.dataflow::<u64, _, _>(|scope| {
+///         let (r_in, records) = scope.new_input::<Vec<&'static str>>();
+///         let (q_in, queries) = scope.new_input::<Vec<(String, TimeRange)>>();
+///         let out = records.temporal_index(queries, &cfg);
+///         (r_in, q_in, out.answers.capture(), out.digests.capture())
+///     });
+///     records.advance_to(12);
+///     records.send("10.0.0.1"); // at tick 12
+///     queries.advance_to(15);
+///     queries.send(("10.0.0.1".to_string(), TimeRange::new(0, 11).unwrap()));
+///     (answers, digests)
+/// });
+/// let answers: Vec<_> = answers.iter()
+///     .flat_map(|e| match e { Event::Messages(_, a) => a, Event::Progress(_) => vec![] })
+///     .collect();
+/// assert_eq!(answers.len(), 1);
+/// assert!(!answers[0].present); // it appeared at tick 12, not in [0, 11]
+/// assert_eq!(answers[0].epoch, 1); // answered against epochs 0 and 1
+/// let digests: Vec<_> = digests.extract().into_iter().flat_map(|(_, d)| d).collect();
+/// assert_eq!(digests.len(), 1); // epoch 1, the only one with records
+/// ```
+pub trait TemporalIndex<'scope, K> {
+    /// Indexes this stream and answers `queries`.
+    fn temporal_index<Q: Key + ExchangeData + Clone>(
+        self,
+        queries: StreamVec<'scope, u64, (Q, TimeRange)>,
+        config: &IndexConfig,
+    ) -> IndexStreams<'scope, Q>;
+}
+
+impl<'scope, K: Key + 'static> TemporalIndex<'scope, K> for StreamVec<'scope, u64, K> {
+    fn temporal_index<Q: Key + ExchangeData + Clone>(
+        self,
+        queries: StreamVec<'scope, u64, (Q, TimeRange)>,
+        config: &IndexConfig,
+    ) -> IndexStreams<'scope, Q> {
+        let events = self.local_index(config).merge_and_query(queries, config);
+        IndexStreams {
+            answers: events.clone().flat_map(|e| match e {
+                IndexEvent::Answer(a) => Some(a),
+                _ => None,
+            }),
+            digests: events.clone().flat_map(|e| match e {
+                IndexEvent::Digest(d) => Some(d),
+                _ => None,
+            }),
+            stats: events.flat_map(|e| match e {
+                IndexEvent::Stats(s) => Some(s),
+                _ => None,
+            }),
+        }
+    }
+}

@@ -1,0 +1,403 @@
+//! Determinism of the temporal index dataflow (DESIGN.md §4, invariants 1, 2 and 5): the merged
+//! state's digest after every epoch is bit-identical for 1, 2 and 4 worker threads and for 2
+//! processes over 127.0.0.1, and equals the digest of single-threaded core PBF-2s built from the
+//! same input; query answers (and their probe counts) are identical too, with no false negative.
+#![allow(clippy::unwrap_used)]
+
+use chronobloom::core::temporal::{Pbf2, TemporalFilter, TimeRange};
+use chronobloom::operators::digest::{state_digest, EpochDigest};
+use chronobloom::operators::stats::{EpochStats, RejectReason};
+use chronobloom::operators::timely;
+use chronobloom::operators::{IndexConfig, Placement, TemporalIndex};
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+use timely::dataflow::operators::{Input, Inspect, Probe};
+use timely::dataflow::ProbeHandle;
+
+const EPOCH: u64 = 10;
+const PARTITION: u64 = 100;
+const PARTITIONS: u64 = 3;
+/// Ticks driven; the last 20 are past the horizon (300) and their records are rejected.
+const TICKS: u64 = 320;
+const KEYS: u64 = 400;
+
+fn config(placement: Placement) -> IndexConfig {
+    IndexConfig::builder()
+        .epoch_len(EPOCH)
+        .partition_len(PARTITION)
+        .partitions(PARTITIONS)
+        .bits(24_000)
+        .hashes(3)
+        .seed(11)
+        .placement(placement)
+        .build()
+        .unwrap()
+}
+
+/// Records `(tick, key)` and queries `(issued, key, range)`, both sorted by tick.
+#[derive(Clone)]
+struct Workload {
+    records: Vec<(u64, u64)>,
+    queries: Vec<(u64, u64, TimeRange)>,
+}
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn workload() -> Workload {
+    let mut s = 42;
+    let mut records = Vec::new();
+    for t in 0..TICKS {
+        // ticks 150..180 are silent: epochs 15..17 have no records anywhere
+        if (150..180).contains(&t) {
+            continue;
+        }
+        for _ in 0..splitmix(&mut s) % 8 {
+            records.push((t, splitmix(&mut s) % KEYS));
+        }
+    }
+    let mut queries: Vec<_> = (0..400)
+        .map(|_| {
+            let issued = splitmix(&mut s) % TICKS;
+            let key = splitmix(&mut s) % (2 * KEYS);
+            let start = splitmix(&mut s) % 330;
+            let end = start + splitmix(&mut s) % 60;
+            (issued, key, TimeRange::new(start, end).unwrap())
+        })
+        .collect();
+    queries.sort_by_key(|q| q.0);
+    Workload { records, queries }
+}
+
+/// An answer flattened for comparison: (key, start, end, issued, epoch, present, probes).
+type Flat = (u64, u64, u64, u64, u64, bool, u64);
+
+#[derive(Default, Serialize, Deserialize)]
+struct Outcome {
+    digests: Vec<EpochDigest>,
+    answers: Vec<Flat>,
+    #[serde(skip)]
+    stats: Vec<EpochStats>,
+}
+
+/// Runs the index on this process's workers; worker `w` of `n` gets every `n`-th record and query.
+fn run(timely_config: timely::Config, cfg: IndexConfig, wl: Workload) -> Outcome {
+    let guards = timely::execute(timely_config, move |worker| {
+        let (me, peers) = (worker.index(), worker.peers());
+        let out = Rc::new(RefCell::new(Outcome::default()));
+        let probe = ProbeHandle::new();
+        let (mut r_in, mut q_in) = worker.dataflow::<u64, _, _>(|scope| {
+            let (r_in, records) = scope.new_input::<Vec<u64>>();
+            let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
+            let streams = records.temporal_index(queries, &cfg);
+            let (o1, o2, o3) = (out.clone(), out.clone(), out.clone());
+            streams
+                .answers
+                .inspect(move |a| {
+                    o1.borrow_mut().answers.push((
+                        a.key,
+                        a.range.start(),
+                        a.range.end(),
+                        a.issued,
+                        a.epoch,
+                        a.present,
+                        a.probes,
+                    ))
+                })
+                .probe_with(&probe);
+            streams
+                .digests
+                .inspect(move |d| o2.borrow_mut().digests.push(*d))
+                .probe_with(&probe);
+            streams
+                .stats
+                .inspect(move |s| o3.borrow_mut().stats.push(s.clone()))
+                .probe_with(&probe);
+            (r_in, q_in)
+        });
+        let (mut ri, mut qi) = (0, 0);
+        for t in 0..TICKS {
+            while ri < wl.records.len() && wl.records[ri].0 == t {
+                if ri % peers == me {
+                    r_in.send(wl.records[ri].1);
+                }
+                ri += 1;
+            }
+            while qi < wl.queries.len() && wl.queries[qi].0 == t {
+                let (_, key, range) = wl.queries[qi];
+                if qi % peers == me {
+                    q_in.send((key, range));
+                }
+                qi += 1;
+            }
+            r_in.advance_to(t + 1);
+            q_in.advance_to(t + 1);
+            if (t + 1) % EPOCH == 0 {
+                worker.step_while(|| probe.less_than(r_in.time()));
+            } else {
+                worker.step();
+            }
+        }
+        drop((r_in, q_in));
+        worker.step_while(|| !probe.done());
+        out.take()
+    })
+    .unwrap();
+    let mut all = Outcome::default();
+    for o in guards.join() {
+        let o = o.unwrap();
+        all.digests.extend(o.digests);
+        all.answers.extend(o.answers);
+        all.stats.extend(o.stats);
+    }
+    all.digests.sort();
+    all.answers.sort();
+    all
+}
+
+/// What single-threaded core PBF-2s give: the digest after each epoch with records, every
+/// query's answer, and the number of accepted records.
+struct Reference {
+    digests: BTreeMap<u64, u64>,
+    answers: Vec<Flat>,
+    accepted: u64,
+    rejected: u64,
+}
+
+fn reference(cfg: &IndexConfig, wl: &Workload) -> Reference {
+    let mut parts: BTreeMap<u64, Pbf2> = BTreeMap::new();
+    let record_epochs: BTreeSet<u64> = wl.records.iter().map(|r| r.0 / EPOCH).collect();
+    let mut by_epoch: BTreeMap<u64, Vec<(u64, u64, TimeRange)>> = BTreeMap::new();
+    for &q in &wl.queries {
+        by_epoch
+            .entry(cfg.answering_epoch(q.0, q.2))
+            .or_default()
+            .push(q);
+    }
+    let epochs: BTreeSet<u64> = record_epochs
+        .iter()
+        .chain(by_epoch.keys())
+        .copied()
+        .collect();
+    let (mut digests, mut answers) = (BTreeMap::new(), Vec::new());
+    let (mut accepted, mut rejected) = (0, 0);
+    for e in epochs {
+        for &(t, key) in wl.records.iter().filter(|r| r.0 / EPOCH == e) {
+            if t >= PARTITION * PARTITIONS {
+                rejected += 1;
+                continue;
+            }
+            accepted += 1;
+            let pbf = parts
+                .entry(t / PARTITION)
+                .or_insert_with(|| Pbf2::new(PARTITION, cfg.allocation(), cfg.seed()).unwrap());
+            pbf.insert(&key, t % PARTITION).unwrap();
+        }
+        if record_epochs.contains(&e) {
+            digests.insert(e, state_digest(parts.iter().map(|(&p, f)| (p, f))));
+        }
+        for &(issued, key, range) in by_epoch.get(&e).into_iter().flatten() {
+            let (mut present, mut probes) = (false, 0);
+            for (&p, pbf) in &parts {
+                let (lo, hi) = (p * PARTITION, p * PARTITION + PARTITION - 1);
+                let (s, t) = (range.start().max(lo), range.end().min(hi));
+                if s > t {
+                    continue;
+                }
+                let a = pbf.query_counted(&key, TimeRange::new(s - lo, t - lo).unwrap());
+                probes += a.probes;
+                if a.present {
+                    present = true;
+                    break;
+                }
+            }
+            answers.push((key, range.start(), range.end(), issued, e, present, probes));
+        }
+    }
+    answers.sort();
+    Reference {
+        digests,
+        answers,
+        accepted,
+        rejected,
+    }
+}
+
+/// Checks one run against the reference; `workers` is the total number of workers.
+fn check(out: &Outcome, refr: &Reference, wl: &Workload, workers: usize) {
+    // every worker emits one digest per epoch with records, and they all equal the reference
+    let mut per_epoch: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for d in &out.digests {
+        per_epoch.entry(d.epoch).or_default().push(d.digest);
+    }
+    assert_eq!(
+        per_epoch.keys().collect::<Vec<_>>(),
+        refr.digests.keys().collect::<Vec<_>>()
+    );
+    for (e, ds) in &per_epoch {
+        assert_eq!(ds.len(), workers, "epoch {e}");
+        assert!(
+            ds.iter().all(|d| *d == refr.digests[e]),
+            "epoch {e}: {ds:?}"
+        );
+    }
+    // answers equal the single-threaded ones, probes included
+    assert_eq!(out.answers.len(), wl.queries.len());
+    assert_eq!(out.answers, refr.answers);
+    // no false negatives against the exact answers
+    let mut exact: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new();
+    for &(t, k) in &wl.records {
+        if t < PARTITION * PARTITIONS {
+            exact.entry(k).or_default().insert(t);
+        }
+    }
+    let mut negatives = 0;
+    for a in &out.answers {
+        let truth = exact
+            .get(&a.0)
+            .is_some_and(|ts| ts.range(a.1..=a.2).next().is_some());
+        assert!(!truth || a.5, "false negative: {a:?}");
+        negatives += u64::from(!a.5);
+    }
+    assert!(
+        negatives > 0,
+        "every answer is 'present': the test is vacuous"
+    );
+}
+
+fn check_stats(out: &Outcome, refr: &Reference, workers: usize) {
+    let accepted: u64 = out.stats.iter().map(|s| s.local.records).sum();
+    let rejected: u64 = out
+        .stats
+        .iter()
+        .flat_map(|s| s.local.rejected.get(&RejectReason::BeyondHorizon))
+        .sum();
+    assert_eq!((accepted, rejected), (refr.accepted, refr.rejected));
+    assert!(refr.rejected > 0);
+    assert_eq!(out.stats.len(), refr.digests.len() * workers);
+    let received: u64 = out.stats.iter().map(|s| s.bytes_received).sum();
+    let sent: u64 = out.stats.iter().map(|s| s.local.bytes_sent).sum();
+    assert_eq!(sent, received);
+    assert_eq!(received > 0, workers > 1);
+    assert!(out
+        .stats
+        .iter()
+        .flat_map(|s| &s.levels)
+        .all(|l| (0.0..=1.0).contains(&l.fill) && l.estimated_fpr <= l.fill));
+}
+
+#[test]
+fn digests_and_answers_match_the_single_threaded_pbf2_for_1_2_4_threads() {
+    let wl = workload();
+    let cfg = config(Placement::Replicated);
+    let refr = reference(&cfg, &wl);
+    for threads in [1, 2, 4] {
+        let out = run(timely::Config::process(threads), cfg.clone(), wl.clone());
+        check(&out, &refr, &wl, threads);
+        check_stats(&out, &refr, threads);
+        let last = out.digests.last().unwrap();
+        println!(
+            "{threads} thread(s): {} digests, final digest after epoch {} = {:#018x}",
+            out.digests.len(),
+            last.epoch,
+            last.digest
+        );
+    }
+}
+
+/// Set in the two child processes of [`two_processes_over_loopback`]: the timely arguments.
+const CHILD_ENV: &str = "CHRONOBLOOM_OPERATORS_CHILD_ARGS";
+const RESULT_PREFIX: &str = "CHRONOBLOOM-OUTCOME ";
+
+/// One process of the two-process run; does nothing unless started by the parent test.
+#[test]
+fn two_process_child() {
+    let Ok(args) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let timely_config = timely::Config::from_args(args.split(' ').map(String::from)).unwrap();
+    let out = run(timely_config, config(Placement::Replicated), workload());
+    println!("\n{RESULT_PREFIX}{}", serde_json::to_string(&out).unwrap());
+}
+
+#[test]
+fn two_processes_over_loopback() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = std::env::temp_dir().join(format!("chronobloom-2p-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ports: Vec<u16> = (0..2)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect::<Vec<_>>()
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect();
+    let hosts = dir.join("hosts.txt");
+    let lines: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    std::fs::write(&hosts, lines.join("\n") + "\n").unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut children: Vec<_> = (0..2)
+        .map(|p| {
+            Command::new(&exe)
+                .args([
+                    "--exact",
+                    "two_process_child",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(
+                    CHILD_ENV,
+                    format!("-w 1 -n 2 -p {p} -h {}", hosts.display()),
+                )
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while children.iter_mut().any(|c| c.try_wait().unwrap().is_none()) {
+        if Instant::now() > deadline {
+            for c in &mut children {
+                let _ = c.kill();
+            }
+            panic!("the two processes did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut all = Outcome::default();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "child failed: {stdout}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let line = stdout
+            .lines()
+            .find_map(|l| l.split_once(RESULT_PREFIX).map(|(_, json)| json))
+            .unwrap_or_else(|| panic!("no outcome in child output: {stdout}"));
+        let out: Outcome = serde_json::from_str(line).unwrap();
+        all.digests.extend(out.digests);
+        all.answers.extend(out.answers);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    all.digests.sort();
+    all.answers.sort();
+    let wl = workload();
+    let refr = reference(&config(Placement::Replicated), &wl);
+    check(&all, &refr, &wl, 2);
+    let last = refr.digests.iter().next_back().unwrap();
+    println!(
+        "two processes: final digest after epoch {} = {:#018x}",
+        last.0, last.1
+    );
+}
