@@ -6,7 +6,7 @@
 //! cargo run --release --example trace_keys -- data/real.pcap 5tuple > /tmp/real.csv
 //! ```
 
-use chronobloom::trace::{FlowKey, KeyKind, PcapTrace, Placement, Ticker};
+use chronobloom::trace::{KeyKind, PcapTrace, Placement, Ticker};
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -35,15 +35,13 @@ fn run(path: &str, kind: &str) -> Result<(), Box<dyn std::error::Error>> {
         let Placement::Tick(t) = ticker.place(r.ts_nanos) else {
             continue;
         };
-        let element = match r.key(kind) {
-            FlowKey::Src(a) => a.to_string(),
-            FlowKey::Pair(a, b) => format!("{a}>{b}"),
-            FlowKey::FiveTuple(a, b, sp, dp, p) => format!("{a}:{sp}>{b}:{dp}/{p}"),
-        };
-        writeln!(out, "{t},{element}")?;
+        writeln!(out, "{t},{}", r.key(kind))?;
     }
     out.flush()?;
     let s = ticker.stats();
-    eprintln!("trace_keys: {} records, {} clamped, {} late (left out)", s.records, s.clamped, s.late);
+    eprintln!(
+        "trace_keys: {} records, {} clamped, {} late (left out)",
+        s.records, s.clamped, s.late
+    );
     Ok(())
 }

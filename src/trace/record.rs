@@ -2,7 +2,8 @@
 
 use super::TraceError;
 use chronobloom_core::hash::{CanonicalBytes, Key};
-use std::net::IpAddr;
+use serde::{Deserialize, Serialize};
+use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use std::time::Duration;
 /// For ICMP and ICMPv6 (including errors that quote another packet's header) the addresses are
 /// the outer header's and both ports are 0; so are the ports of non-first IPv4 fragments and of
 /// protocols without ports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FlowRecord {
     /// Capture time in nanoseconds since the Unix epoch.
     pub ts_nanos: u64,
@@ -58,7 +59,7 @@ impl FromStr for KeyKind {
 
 /// A record's key under a [`KeyKind`]: hashable by the core filters through [`Key`], and by std
 /// maps through `Hash`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum FlowKey {
     /// See [`KeyKind::Src`].
     Src(IpAddr),
@@ -66,6 +67,65 @@ pub enum FlowKey {
     Pair(IpAddr, IpAddr),
     /// See [`KeyKind::FiveTuple`].
     FiveTuple(IpAddr, IpAddr, u16, u16, u8),
+}
+
+/// The text form: `src` for [`FlowKey::Src`], `src>dst` for [`FlowKey::Pair`], and
+/// `src:sport>dst:dport/proto` for [`FlowKey::FiveTuple`] (IPv6 addresses in brackets there, as
+/// in socket addresses).
+///
+/// ```
+/// use chronobloom::trace::FlowKey;
+/// let k: FlowKey = "[2001:db8::1]:443>10.0.0.2:5000/6".parse().unwrap();
+/// assert_eq!(k.to_string().parse::<FlowKey>().unwrap(), k);
+/// assert!("10.0.0.1>".parse::<FlowKey>().is_err());
+/// ```
+impl std::fmt::Display for FlowKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            FlowKey::Src(a) => write!(f, "{a}"),
+            FlowKey::Pair(a, b) => write!(f, "{a}>{b}"),
+            FlowKey::FiveTuple(a, b, sp, dp, p) => {
+                write!(
+                    f,
+                    "{}>{}/{p}",
+                    SocketAddr::new(a, sp),
+                    SocketAddr::new(b, dp)
+                )
+            }
+        }
+    }
+}
+
+impl FromStr for FlowKey {
+    type Err = TraceError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || TraceError::InvalidArgument {
+            name: "key",
+            value: s.to_owned(),
+            expected: "`src`, `src>dst` or `src:sport>dst:dport/proto`",
+        };
+        if let Some((flow, proto)) = s.rsplit_once('/') {
+            let (a, b) = flow.split_once('>').ok_or_else(bad)?;
+            let a: SocketAddr = a.parse().map_err(|_| bad())?;
+            let b: SocketAddr = b.parse().map_err(|_| bad())?;
+            let proto = proto.parse().map_err(|_| bad())?;
+            return Ok(FlowKey::FiveTuple(
+                a.ip(),
+                b.ip(),
+                a.port(),
+                b.port(),
+                proto,
+            ));
+        }
+        if let Some((a, b)) = s.split_once('>') {
+            return Ok(FlowKey::Pair(
+                a.parse().map_err(|_| bad())?,
+                b.parse().map_err(|_| bad())?,
+            ));
+        }
+        s.parse().map(FlowKey::Src).map_err(|_| bad())
+    }
 }
 
 impl Key for FlowKey {
