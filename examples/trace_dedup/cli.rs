@@ -1,0 +1,118 @@
+//! Command-line flags: ours first, the rest (`-w`, `-n`, `-p`, `-h`) passed through to timely.
+
+use chronobloom::trace::{parse_duration, KeyKind};
+use clap::{Parser, ValueEnum};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Deduplicate a network trace within a time window and index its keys in time.
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "trace_dedup",
+    about = "Deduplicate a network trace within a time window and index its keys in time",
+    after_help = "Timely flags pass through: -w N (threads per process), -n N (processes), \
+                  -p I (this process), -h FILE (hostfile, one host:port per line)."
+)]
+pub struct Args {
+    /// A pcap or pcapng capture.
+    #[arg(long, conflicts_with_all = ["csv", "synthetic"])]
+    pub pcap: Option<PathBuf>,
+    /// A CSV flow list: `timestamp,src,dst,sport,dport,proto` with a header line.
+    #[arg(long, conflicts_with = "synthetic")]
+    pub csv: Option<PathBuf>,
+    /// A synthetic trace of this many records (the default input is a synthetic trace too).
+    #[arg(long)]
+    pub synthetic: Option<u64>,
+    /// Which fields form the key.
+    #[arg(long, default_value = "5tuple", value_parser = parse_key)]
+    pub key: KeyKind,
+    /// Dedup window: a record passes iff its key was not seen in the window before it.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub window: Duration,
+    /// Target false positive rate of the dedup filters (a false positive drops a unique record).
+    #[arg(long, default_value_t = 0.01)]
+    pub fpr: f64,
+    /// `bykey`: records go to the worker owning their key (no duplicate passes); `local`: records
+    /// stay put and workers share closed epochs (a duplicate seen by another worker in the open
+    /// epoch may pass).
+    #[arg(long, value_enum, default_value_t = Mode::Bykey)]
+    pub mode: Mode,
+    /// Epoch length: how often workers exchange filter deltas.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub epoch: Duration,
+    /// Tick length: packet timestamps become ticks of this unit.
+    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    pub unit: Duration,
+    /// Allowed lateness: records at most this far behind the latest timestamp are placed at the
+    /// latest tick; later ones are counted and reported.
+    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    pub lateness: Duration,
+    /// Temporal queries, `key,start,end` lines in ticks, answered from the index at the end.
+    #[arg(long)]
+    pub queries: Option<PathBuf>,
+    /// Also compute the exact answers and report missed duplicates and false drops.
+    #[arg(long)]
+    pub verify: bool,
+    /// Print a digest of the merged temporal index (identical for any -w / -n).
+    #[arg(long)]
+    pub digest: bool,
+    /// Print one JSON object on stdout instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Write an SVG of records/s, duplicate rate, filter memory and estimated FPR per epoch.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Write the records that passed as CSV (`timestamp,src,dst,sport,dport,proto`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Count and skip malformed records instead of stopping.
+    #[arg(long)]
+    pub skip_bad: bool,
+    /// Bits of the temporal index per partition.
+    #[arg(long, default_value_t = 1 << 24)]
+    pub index_bits: u64,
+    /// Hash seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+/// Record routing for dedup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Exchange records by key.
+    Bykey,
+    /// Keep records on the worker that read them.
+    Local,
+}
+
+fn parse_key(s: &str) -> Result<KeyKind, String> {
+    s.parse().map_err(|e: chronobloom::trace::TraceError| e.to_string())
+}
+
+/// Splits the command line into our arguments and timely's (`-w`, `-n`, `-p`, `-h` and their
+/// long forms, each with its value).
+pub fn split(argv: impl IntoIterator<Item = String>) -> (Vec<String>, Vec<String>) {
+    const TIMELY: [&str; 8] = ["-w", "--workers", "-n", "--processes", "-p", "--process", "-h", "--hostfile"];
+    let mut ours = Vec::new();
+    let mut timely = Vec::new();
+    let mut it = argv.into_iter();
+    if let Some(program) = it.next() {
+        ours.push(program.clone());
+        timely.push(program);
+    }
+    while let Some(a) = it.next() {
+        let flag = a.split('=').next().unwrap_or(&a);
+        if TIMELY.contains(&flag) {
+            let has_value = a.contains('=');
+            timely.push(a);
+            if !has_value {
+                if let Some(v) = it.next() {
+                    timely.push(v);
+                }
+            }
+        } else {
+            ours.push(a);
+        }
+    }
+    (ours, timely)
+}
