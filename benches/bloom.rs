@@ -1,1 +1,2 @@
+//! Bloom filter benchmarks (placeholder until the benchmark suite lands).
 fn main() {}

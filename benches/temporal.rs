@@ -1,1 +1,2 @@
+//! Temporal filter benchmarks (placeholder until the benchmark suite lands).
 fn main() {}

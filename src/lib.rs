@@ -9,3 +9,8 @@ pub use chronobloom_core::{Error, Result};
 pub use chronobloom_operators as operators;
 
 pub mod synth;
+
+/// The README's code blocks, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -18,12 +18,36 @@ pub enum Error {
         end: u64,
     },
     /// A tick at or past the horizon of a static structure.
-    #[error("tick {tick} is beyond the horizon: this structure covers ticks 0..{horizon}")]
+    #[error("tick {tick} is beyond the horizon: this structure covers ticks before {horizon}")]
     BeyondHorizon {
         /// The offending tick.
         tick: u64,
         /// The number of ticks the structure covers.
         horizon: u64,
+    },
+    /// A tick before the first tick a structure covers.
+    #[error("tick {tick} is before the span this structure covers, which starts at {start}")]
+    BeforeStart {
+        /// The offending tick.
+        tick: u64,
+        /// The first tick covered.
+        start: u64,
+    },
+    /// A query or insert needs a partition that was retired and dropped.
+    #[error("ticks {start}..{end} were retired and dropped; their data is gone")]
+    Retired {
+        /// First tick of the retired span.
+        start: u64,
+        /// First tick past the retired span.
+        end: u64,
+    },
+    /// Reading or writing a retired partition failed.
+    #[error("retired partition file {path}: {reason}")]
+    Storage {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        reason: String,
     },
     /// A configuration parameter outside its valid domain.
     #[error("invalid parameter `{name}`: {reason}")]

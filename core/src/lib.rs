@@ -14,10 +14,12 @@
 //! assert!(pbf.query(&"10.0.0.1", TimeRange::new(0, 7_200).unwrap()));
 //! ```
 
+pub mod alloc;
 pub mod bits;
 pub mod bloom;
 pub mod error;
 pub mod hash;
+pub mod sketch;
 pub mod temporal;
 #[cfg(test)]
 mod testing;

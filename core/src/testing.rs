@@ -55,3 +55,10 @@ pub fn assert_bloom_fpr(what: &str, fp: u64, queries: u64, m: u64, k: u32, n: u6
         Z99 * sd
     );
 }
+
+/// The one-sided 99% upper quantile of Binomial(n, p) by the normal approximation (z = 2.326):
+/// a count above it rejects "the false positive rate is at most p" at the 1% level.
+pub fn binomial_upper_99(n: u64, p: f64) -> f64 {
+    let mean = n as f64 * p;
+    mean + 2.326 * (mean * (1.0 - p)).sqrt()
+}

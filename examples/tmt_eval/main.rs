@@ -2,23 +2,33 @@
 //!
 //! ```text
 //! cargo run --release --example tmt_eval -- --data DATA.csv --queries QUERIES.csv \
-//!     --bits 50000000 --structure {sbf|pbf1|pbf2} [--g 4] [--k-max 16] [--json] [--skip-bad]
+//!     --bits 50000000 --structure {sbf|pbf1|pbf2} [--g 4] [--k-max 16] [--json] [--skip-bad] \
+//!     [--alloc {uniform|offline|online|proportional}] [--partition-len T] \
+//!     [--train-queries FILE] [--budget-bits B]
 //! ```
 //! It streams `DATA.csv` (`timestamp,element`, any order) into the structure (a static one whose
 //! horizon is the largest timestamp + 1), computes the exact answer of every query in
 //! `QUERIES.csv` (`element,start,end`, inclusive) itself, and reports the confusion counts, the
 //! false positive rate FP / (FP + TN), nanoseconds per insert and per query, and membership probes
-//! per query. Bits are spread evenly over the structure's filters (`alloc: uniform`), each filter
-//! taking the hash count that suits its own distinct item count, ⌈(m_i / d_i) ln 2⌉ capped at
-//! `--k-max` (paper 000 §5). A malformed line is an error naming the file and line (exit code 2)
-//! unless `--skip-bad` is given.
+//! per query.
+//!
+//! Allocation (paper 000 §5–6, Table 2): `uniform` spreads the bits evenly, `proportional` gives
+//! m_i ∝ d_i (Lemma C.2), `offline` solves the Lagrange optimum from the exact d_i and f_i of a
+//! pass over the data and the learning queries (`--train-queries`, or the evaluated queries as the
+//! paper did); every filter takes ⌈(m_i / d_i) ln 2⌉ hashes capped at `--k-max`. With
+//! `--partition-len T` (PBF-2) time is cut into partitions of T ticks, `--bits` is one partition's
+//! budget, the modes above use each partition's exact statistics, and `online` learns them from
+//! the partition before (FM sketches for d_i, per-level probe counters for f_i; queries are shown
+//! to it once the stream passes their end). `--budget-bits` merges old partitions to stay under a
+//! total. A malformed line is an error naming the file and line (exit code 2) unless `--skip-bad`
+//! is given.
 
+mod alloc;
 mod input;
 mod truth;
 
-use chronobloom::core::bloom::FilterShape;
 use chronobloom::core::hash::KeyHash;
-use chronobloom::core::temporal::{Allocation, Pbf1, Pbf2, Sbf, TemporalFilter};
+use chronobloom::core::temporal::{TemporalFilter, TimeRange};
 use clap::{Parser, ValueEnum};
 use serde_json::json;
 use std::process::ExitCode;
@@ -46,6 +56,18 @@ struct Args {
     /// Largest number of hash functions per filter.
     #[arg(long, default_value_t = 16)]
     k_max: u32,
+    /// How bits are split over filters.
+    #[arg(long, value_enum, default_value_t = AllocMode::Uniform)]
+    alloc: AllocMode,
+    /// Cut time into partitions of this many ticks (PBF-2); `--bits` is then per partition.
+    #[arg(long)]
+    partition_len: Option<u64>,
+    /// Queries to learn f_i from (default: the evaluated queries).
+    #[arg(long)]
+    train_queries: Option<String>,
+    /// With partitions: merge old ones to keep the total under this many bits.
+    #[arg(long)]
+    budget_bits: Option<u64>,
     /// Hash seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -57,11 +79,30 @@ struct Args {
     skip_bad: bool,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum AllocMode {
+    Uniform,
+    Offline,
+    Online,
+    Proportional,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Structure {
     Sbf,
     Pbf1,
     Pbf2,
+}
+
+impl AllocMode {
+    fn name(self) -> &'static str {
+        match self {
+            AllocMode::Uniform => "uniform",
+            AllocMode::Offline => "offline",
+            AllocMode::Online => "online",
+            AllocMode::Proportional => "proportional",
+        }
+    }
 }
 
 impl Structure {
@@ -92,8 +133,19 @@ fn run(args: &Args) -> Result<serde_json::Value, Box<dyn std::error::Error>> {
     if args.k_max == 0 {
         return Err("--k-max must be at least 1".into());
     }
-    let data = input::read_lines(&args.data, args.skip_bad, input::data_line)?;
+    let mut data = input::read_lines(&args.data, args.skip_bad, input::data_line)?;
     let queries = input::read_lines(&args.queries, args.skip_bad, input::query_line)?;
+    let train = match &args.train_queries {
+        Some(path) => Some(input::read_lines(path, args.skip_bad, input::query_line)?),
+        None => None,
+    };
+    let learn: Vec<TimeRange> = train
+        .as_ref()
+        .unwrap_or(&queries)
+        .rows
+        .iter()
+        .map(|(_, r)| *r)
+        .collect();
     let horizon = data
         .rows
         .iter()
@@ -103,14 +155,17 @@ fn run(args: &Args) -> Result<serde_json::Value, Box<dyn std::error::Error>> {
         .checked_add(1)
         .ok_or("timestamps must be below 2^64 - 1")?;
     let truth = Truth::new(&data.rows);
-    let mut filter = build(args, horizon, &truth)?;
+    let built = match args.partition_len {
+        Some(len) => alloc::partitioned(args, len, &mut data.rows, &learn)?,
+        None => alloc::whole(args, horizon, &data.rows, &learn, truth.distinct_pairs())?,
+    };
     let seed = args.seed;
-
-    let t0 = Instant::now();
-    for (t, key) in &data.rows {
-        filter.insert_hash(KeyHash::of(key.as_str(), seed), *t)?;
-    }
-    let insert_ns = t0.elapsed().as_nanos() as f64 / data.rows.len() as f64;
+    // A partitioned structure was streamed while it was built; the others are filled here.
+    let mut filter = built.filter;
+    let insert_ns = match built.partitioned {
+        Some(_) => built.insert_ns,
+        None => insert_all(filter.as_mut(), &data.rows, seed)?,
+    };
 
     let t0 = Instant::now();
     let answers: Vec<(bool, u64)> = queries
@@ -136,7 +191,11 @@ fn run(args: &Args) -> Result<serde_json::Value, Box<dyn std::error::Error>> {
     let n_queries = queries.rows.len() as u64;
     Ok(json!({
         "structure": args.structure.name(),
-        "alloc": "uniform",
+        "alloc": args.alloc.name(),
+        "partitions": built.partitioned.as_ref().map_or(1, |p| p.partitions),
+        "merges": built.partitioned.as_ref().map_or(0, |p| p.merges),
+        "sketch_bits": built.partitioned.as_ref().map_or(0, |p| p.sketch_bits),
+        "alloc_solve_us": built.solve.as_secs_f64() * 1e6 / built.solves.max(1) as f64,
         "bits": args.bits,
         "memory_bits": filter.memory_bits(),
         "horizon": horizon,
@@ -153,28 +212,21 @@ fn run(args: &Args) -> Result<serde_json::Value, Box<dyn std::error::Error>> {
         "insert_ns": insert_ns,
         "query_ns": query_ns,
         "probes_per_query": probes as f64 / n_queries.max(1) as f64,
-        "skipped_lines": data.skipped + queries.skipped,
+        "skipped_lines": data.skipped + queries.skipped + train.map_or(0, |t| t.skipped),
     }))
 }
 
-/// The structure, with its bits spread evenly and each filter's hashes fitted to its items.
-fn build(args: &Args, horizon: u64, truth: &Truth) -> chronobloom::Result<Box<dyn TemporalFilter>> {
-    Ok(match args.structure {
-        Structure::Sbf => {
-            let k = FilterShape::optimal_hashes(args.bits, truth.distinct_pairs(), args.k_max);
-            Box::new(Sbf::new(args.bits, k, args.seed)?)
-        }
-        Structure::Pbf1 => {
-            let items = truth.pbf1_items(horizon, args.g)?;
-            let alloc = Allocation::uniform_for_items(&items, args.bits, args.k_max)?;
-            Box::new(Pbf1::new(horizon, args.g, &alloc, args.seed)?)
-        }
-        Structure::Pbf2 => {
-            let items = truth.pbf2_items(Pbf2::levels_for(horizon)?);
-            let alloc = Allocation::uniform_for_items(&items, args.bits, args.k_max)?;
-            Box::new(Pbf2::new(horizon, &alloc, args.seed)?)
-        }
-    })
+/// Inserts every record; returns nanoseconds per record.
+fn insert_all(
+    filter: &mut dyn TemporalFilter,
+    rows: &[(u64, String)],
+    seed: u64,
+) -> chronobloom::Result<f64> {
+    let t0 = Instant::now();
+    for (t, key) in rows {
+        filter.insert_hash(KeyHash::of(key.as_str(), seed), *t)?;
+    }
+    Ok(t0.elapsed().as_nanos() as f64 / rows.len().max(1) as f64)
 }
 
 fn print(args: &Args, r: &serde_json::Value) {
@@ -182,7 +234,10 @@ fn print(args: &Args, r: &serde_json::Value) {
         println!("{r}");
         return;
     }
-    println!("structure        {} (alloc {})", r["structure"], r["alloc"]);
+    println!(
+        "structure        {} (alloc {}, {} partitions, {} merges)",
+        r["structure"], r["alloc"], r["partitions"], r["merges"]
+    );
     println!("bits             {} (held {})", r["bits"], r["memory_bits"]);
     println!(
         "records          {} ({} distinct pairs, horizon {})",

@@ -1,6 +1,6 @@
 //! The exact answers and per-filter statistics, computed from the data itself.
 
-use chronobloom::core::temporal::{Pbf1, TimeRange};
+use chronobloom::core::temporal::TimeRange;
 use std::collections::HashMap;
 
 /// The data, indexed: every distinct (key, tick) pair, sorted by key then tick.
@@ -46,55 +46,5 @@ impl Truth {
         let ticks = &self.pairs[self.starts[k as usize]..self.starts[k as usize + 1]];
         let i = ticks.partition_point(|&(_, t)| t < range.start());
         ticks.get(i).is_some_and(|&(_, t)| t <= range.end())
-    }
-
-    /// Distinct (key, ⌊t / 2^ℓ⌋) pairs for each PBF-2 level ℓ (finest first).
-    pub fn pbf2_items(&self, levels: u32) -> Vec<u64> {
-        (0..levels)
-            .map(|l| self.count_distinct(|t| t >> l))
-            .collect()
-    }
-
-    /// Distinct (key, bucket(t)) pairs; `bucket` must be monotone in t.
-    fn count_distinct(&self, bucket: impl Fn(u64) -> u64) -> u64 {
-        let mut last = None;
-        let mut n = 0;
-        for &(k, t) in &self.pairs {
-            let b = (k, bucket(t));
-            if last != Some(b) {
-                n += 1;
-                last = Some(b);
-            }
-        }
-        n
-    }
-
-    /// Distinct keys per PBF-1 node in [`Pbf1::layout`] order, then the SBF's distinct pairs.
-    pub fn pbf1_items(&self, horizon: u64, g: u64) -> chronobloom::Result<Vec<u64>> {
-        let layout = Pbf1::layout(horizon, g)?;
-        let heights = layout.first().map_or(0, |n| n.height + 1);
-        let mut per_height: Vec<HashMap<u64, u64>> = vec![HashMap::new(); heights as usize];
-        for (h, counts) in per_height.iter_mut().enumerate() {
-            let span = u128::from(g) << h;
-            let mut last = None;
-            for &(k, t) in &self.pairs {
-                let node = (u128::from(t) / span) as u64;
-                if last != Some((k, node)) {
-                    *counts.entry(node).or_default() += 1;
-                    last = Some((k, node));
-                }
-            }
-        }
-        let mut items: Vec<u64> = layout
-            .iter()
-            .map(|n| {
-                per_height[n.height as usize]
-                    .get(&n.index)
-                    .copied()
-                    .unwrap_or(0)
-            })
-            .collect();
-        items.push(self.distinct_pairs());
-        Ok(items)
     }
 }

@@ -109,12 +109,25 @@ impl BloomFilter {
         })
     }
 
-    /// Unions two filters of sizes `m` and `m'` (same k and seed) at `gcd(m, m')` bits by folding
-    /// both there.
+    /// Unions two filters of sizes `m` and `m'` at `gcd(m, m')` bits (paper 000 §6) and
+    /// `min(k, k')` hash functions. The paper assumes equal `k`; a smaller `k` also works because
+    /// enhanced double hashing gives every `k` the same probe sequence, so the first `min(k, k')`
+    /// probes of every key inserted into either filter are set. No inserted key is lost.
     pub fn union_folded(&self, other: &BloomFilter) -> Result<BloomFilter> {
+        if self.seed != other.seed {
+            return Err(Error::ShapeMismatch {
+                what: "seed",
+                left: self.seed,
+                right: other.seed,
+            });
+        }
         let g = gcd(self.bits.len(), other.bits.len());
+        let hashes = self.hashes.min(other.hashes);
         let mut a = self.fold(g)?;
-        a.union(&other.fold(g)?)?;
+        let mut b = other.fold(g)?;
+        a.hashes = hashes;
+        b.hashes = hashes;
+        a.union(&b)?;
         Ok(a)
     }
 }

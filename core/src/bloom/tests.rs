@@ -159,15 +159,17 @@ proptest! {
         prop_assert_eq!(big.fold(base).unwrap(), small);
     }
 
-    /// Filters of sizes m and m' union at gcd(m, m') with no false negatives.
+    /// Filters of sizes m and m' (and hash counts k and k') union at gcd(m, m') and min(k, k')
+    /// with no false negatives.
     #[test]
-    fn union_at_gcd_keeps_every_key(a in proptest::collection::vec(any::<u64>(), 0..100), b in proptest::collection::vec(any::<u64>(), 0..100), g in 1u64..500, x in 1u64..6, y in 1u64..6) {
-        let mut fa = BloomFilter::new(g * x, 4, 5).unwrap();
-        let mut fb = BloomFilter::new(g * y, 4, 5).unwrap();
+    fn union_at_gcd_keeps_every_key(a in proptest::collection::vec(any::<u64>(), 0..100), b in proptest::collection::vec(any::<u64>(), 0..100), g in 1u64..500, x in 1u64..6, y in 1u64..6, ka in 1u32..12, kb in 1u32..12) {
+        let mut fa = BloomFilter::new(g * x, ka, 5).unwrap();
+        let mut fb = BloomFilter::new(g * y, kb, 5).unwrap();
         for key in &a { fa.insert(key); }
         for key in &b { fb.insert(key); }
         let u = fa.union_folded(&fb).unwrap();
         prop_assert_eq!(u.bit_len() % g, 0);
+        prop_assert_eq!(u.hashes(), ka.min(kb));
         for key in a.iter().chain(&b) { prop_assert!(u.contains(key)); }
     }
 

@@ -10,17 +10,21 @@
 
 mod allocation;
 mod cover;
+mod partitioned;
 mod pbf1;
 mod pbf2;
 mod range;
 mod sbf;
+mod strategy;
 
 pub use allocation::Allocation;
 pub use cover::{dyadic_cover, Block};
+pub use partitioned::{PartitionConfig, PartitionedPbf2, Retire};
 pub use pbf1::{Pbf1, Pbf1Cover, Pbf1Node};
 pub use pbf2::Pbf2;
 pub use range::{Tick, TimeRange};
 pub use sbf::Sbf;
+pub use strategy::{AllocationStrategy, FixedStrategy, UniformStrategy};
 
 use crate::error::Result;
 use crate::hash::{Key, KeyHash};

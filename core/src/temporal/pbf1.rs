@@ -278,10 +278,21 @@ impl Pbf1 {
                 .push((le, TimeRange::new(start, e).unwrap_or(range)));
         }
         let first = if s_full { Some(ls) } else { ls.checked_add(1) };
-        let last = if e_full { Some(le) } else { le.checked_sub(1) };
+        // A range that reaches the end of the data reaches the end of every node cut by it: those
+        // nodes count as covered, so the cover runs to the tree's last (virtual) leaf.
+        let root = self.levels() - 1;
+        let last = if e == self.capacity() - 1 {
+            Some(((le >> root) << root) | ((1u64 << root) - 1))
+        } else if e_full {
+            Some(le)
+        } else {
+            le.checked_sub(1)
+        };
         if let (Some(a), Some(b)) = (first, last) {
             if let Ok(leaves) = TimeRange::new(a, b) {
-                cover.nodes = dyadic_cover(leaves, self.levels() - 1)
+                let capacity = u128::from(self.capacity());
+                cover.nodes = dyadic_cover(leaves, root)
+                    .filter(|b| (u128::from(b.bucket) << b.level) * u128::from(g) < capacity)
                     .map(|b| (b.level, b.bucket))
                     .collect();
             }

@@ -35,7 +35,10 @@ pub const MAX_LEVELS: u32 = 64;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pbf2 {
     seed: u64,
-    /// `Some(T)` for a static PBF-2 over ticks `0..T`; `None` for a dynamic one.
+    /// The first tick covered (0 unless built with [`Pbf2::starting_at`]).
+    #[serde(default)]
+    start: Tick,
+    /// `Some(T)` for a static PBF-2 over ticks `start..start + T`; `None` for a dynamic one.
     horizon: Option<Tick>,
     /// Level ℓ's filter, or `None` when the level was given no bits.
     levels: Vec<Option<BloomFilter>>,
@@ -56,7 +59,22 @@ impl Pbf2 {
 
     /// A static PBF-2 over ticks `0..horizon` with one shape per level (finest level first).
     pub fn new(horizon: Tick, allocation: &Allocation, seed: u64) -> Result<Self> {
+        Self::starting_at(0, horizon, allocation, seed)
+    }
+
+    /// A static PBF-2 over ticks `start..start + horizon`. Buckets are taken from the global tick
+    /// (level ℓ stores (key, ⌊t / 2^ℓ⌋) for the tick t itself), so PBF-2s over neighbouring spans
+    /// agree on every bucket and can be merged ([`Self::merge_adjacent`]).
+    pub fn starting_at(
+        start: Tick,
+        horizon: Tick,
+        allocation: &Allocation,
+        seed: u64,
+    ) -> Result<Self> {
         let levels = Self::levels_for(horizon)?;
+        if start.checked_add(horizon).is_none() {
+            return Err(Error::invalid("start", "start + horizon overflows u64"));
+        }
         allocation.expect_len(levels as usize)?;
         let levels = allocation
             .shapes()
@@ -65,6 +83,7 @@ impl Pbf2 {
             .collect::<Result<_>>()?;
         Ok(Pbf2 {
             seed,
+            start,
             horizon: Some(horizon),
             levels,
         })
@@ -86,6 +105,7 @@ impl Pbf2 {
     pub fn dynamic(level_shape: FilterShape, seed: u64) -> Result<Self> {
         Ok(Pbf2 {
             seed,
+            start: 0,
             horizon: None,
             levels: vec![Some(BloomFilter::from_shape(level_shape, seed)?)],
         })
@@ -111,9 +131,64 @@ impl Pbf2 {
         self.horizon
     }
 
-    /// The first tick the current levels cannot hold: T when static, 2^(L−1) when dynamic.
+    /// The first tick covered.
+    pub fn start(&self) -> Tick {
+        self.start
+    }
+
+    /// The first tick past the covered span: start + T when static, 2^(L−1) when dynamic.
     pub fn capacity(&self) -> Tick {
-        self.horizon.unwrap_or(1u64 << (self.levels.len() - 1))
+        match self.horizon {
+            Some(h) => self.start + h,
+            None => 1u64 << (self.levels.len() - 1),
+        }
+    }
+
+    /// Merges this PBF-2 with one covering a later span into one PBF-2 over both spans and any
+    /// gap between them (paper 000 §6). Each level is the OR of both levels folded to the gcd of their sizes,
+    /// with the smaller hash count (the probe sequence's prefix, see
+    /// [`BloomFilter::union_folded`]); a level either side gave no bits has none. No key is lost.
+    pub fn merge_adjacent(&self, next: &Pbf2) -> Result<Pbf2> {
+        let (Some(_), Some(_)) = (self.horizon, next.horizon) else {
+            return Err(Error::invalid(
+                "merge",
+                "only static PBF-2s over spans can be merged",
+            ));
+        };
+        if next.start < self.capacity() {
+            return Err(Error::ShapeMismatch {
+                what: "start of the next span (it overlaps this one)",
+                left: self.capacity(),
+                right: next.start,
+            });
+        }
+        for (what, l, r) in [
+            ("seed", self.seed, next.seed),
+            ("levels", self.levels.len() as u64, next.levels.len() as u64),
+        ] {
+            if l != r {
+                return Err(Error::ShapeMismatch {
+                    what,
+                    left: l,
+                    right: r,
+                });
+            }
+        }
+        let levels = self
+            .levels
+            .iter()
+            .zip(&next.levels)
+            .map(|(a, b)| match (a, b) {
+                (Some(a), Some(b)) => a.union_folded(b).map(Some),
+                _ => Ok(None),
+            })
+            .collect::<Result<_>>()?;
+        Ok(Pbf2 {
+            seed: self.seed,
+            start: self.start,
+            horizon: Some(next.capacity() - self.start),
+            levels,
+        })
     }
 
     /// Each level's shape, finest first (zero bits for a level without a filter).
@@ -147,7 +222,7 @@ impl Pbf2 {
     /// ORs another PBF-2 of the same configuration into this one (a dynamic one first grows to the
     /// other's levels). Refuses other horizons, seeds or level shapes.
     pub fn union(&mut self, other: &Pbf2) -> Result<()> {
-        if self.horizon != other.horizon {
+        if self.horizon != other.horizon || self.start != other.start {
             return Err(Error::ShapeMismatch {
                 what: "horizon",
                 left: self.horizon.unwrap_or(0),
@@ -201,6 +276,7 @@ impl Pbf2 {
             .collect::<Result<_>>()?;
         Ok(Pbf2 {
             seed: self.seed,
+            start: self.start,
             horizon: self.horizon,
             levels,
         })
@@ -239,8 +315,17 @@ impl TemporalFilter for Pbf2 {
 
     fn insert_hash(&mut self, hash: KeyHash, tick: Tick) -> Result<()> {
         match self.horizon {
-            Some(horizon) if tick >= horizon => {
-                return Err(Error::BeyondHorizon { tick, horizon });
+            Some(_) if tick < self.start => {
+                return Err(Error::BeforeStart {
+                    tick,
+                    start: self.start,
+                });
+            }
+            Some(_) if tick >= self.capacity() => {
+                return Err(Error::BeyondHorizon {
+                    tick,
+                    horizon: self.capacity(),
+                });
             }
             Some(_) => {}
             None => self.grow_to(tick)?,
@@ -255,7 +340,10 @@ impl TemporalFilter for Pbf2 {
 
     fn query_hash(&self, hash: KeyHash, range: TimeRange) -> Answer {
         let mut probes = 0;
-        let Some(range) = range.clamp_below(self.capacity()) else {
+        let clamped = range
+            .clamp_below(self.capacity())
+            .and_then(|r| r.intersect(&TimeRange::new(self.start, u64::MAX).unwrap_or(r)));
+        let Some(range) = clamped else {
             return Answer {
                 present: false,
                 probes,

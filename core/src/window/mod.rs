@@ -38,3 +38,12 @@ pub trait WindowFilter {
         self.contains_hash(KeyHash::of(key, self.seed()), now)
     }
 }
+
+mod apbf;
+mod apbf_params;
+mod scan;
+mod time_limited;
+
+pub use apbf::{Apbf, DEFAULT_LEVEL, MAX_TOTAL_BITS};
+pub use apbf_params::{run_probability, ApbfParams, MAX_K, MAX_LEVEL, MAX_SLICES};
+pub use time_limited::{TimeLimitedBloomFilter, GROWTH_CAP, MAX_SLICE_BITS};
