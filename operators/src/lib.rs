@@ -30,3 +30,11 @@ pub use state::PartitionedPbf2;
 pub use temporal::{IndexStreams, TemporalIndex};
 /// The Timely Dataflow version these operators are built on.
 pub use timely;
+pub mod dedup;
+pub mod dedup_stats;
+pub mod tick_filter;
+pub mod window_view;
+pub use dedup::{Dedup, DedupConfig, DedupConfigBuilder, DedupMode, DedupStreams};
+pub use dedup_stats::DedupStats;
+pub use tick_filter::TickFilter;
+pub use window_view::{ViewDelta, WindowView};

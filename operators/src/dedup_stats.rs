@@ -1,0 +1,96 @@
+//! Per-epoch, per-worker statistics of the dedup operator ([`crate::Dedup`]).
+//!
+//! A worker emits one [`DedupStats`] for every epoch in which it received records or view deltas,
+//! at the epoch's last tick, once the epoch's records are decided. No record can be refused: every
+//! `u64` tick and every key is valid, so nothing a user sends is dropped for a reason other than
+//! being a (possible) duplicate. What can be refused is a view delta from a peer configured with
+//! another view shape ([`DedupStats::refused_deltas`]).
+
+use crate::dedup::DedupMode;
+use serde::{Deserialize, Serialize};
+
+/// Which part of a worker's state a [`SliceStats`] describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Slice {
+    /// A key shard of the worker's own tick filter.
+    Shard(u32),
+    /// A closed epoch of the merged global view ([`crate::DedupMode::Local`]).
+    ViewEpoch(u64),
+}
+
+/// Occupancy of one slice when the stats were taken.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SliceStats {
+    /// The slice.
+    pub slice: Slice,
+    /// Bits the slice holds (32 per cell for a shard).
+    pub bits: u64,
+    /// Fraction of cells live in the window ending at the epoch's last tick (shards; sampled
+    /// beyond 4096 cells), or of bits set (view epochs).
+    pub fill: f64,
+    /// False positive rate of one query estimated from the fill: `fill^k`.
+    pub estimated_fpr: f64,
+}
+
+/// What one worker's dedup operator did during one epoch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DedupStats {
+    /// The epoch.
+    pub epoch: u64,
+    /// The worker.
+    pub worker: u32,
+    /// The routing mode.
+    pub mode: DedupMode,
+    /// Records decided by this worker with ticks in the epoch.
+    pub records: u64,
+    /// Records passed (first occurrence of their key in the window, up to false positives).
+    pub passed: u64,
+    /// Records dropped as duplicates (including false positives).
+    pub dropped: u64,
+    /// Of `dropped`, records whose key another record of the same tick on this worker also had
+    /// (exact: decided by the 128-bit key hash).
+    pub dropped_same_tick: u64,
+    /// Records of later ticks waiting for the frontier when the stats were taken.
+    pub records_buffered: u64,
+    /// Bits held by the worker's own tick filter.
+    pub local_bits: u64,
+    /// Bits held by the worker's global view (closed epochs).
+    pub view_bits: u64,
+    /// Occupancy per shard and per view epoch.
+    pub slices: Vec<SliceStats>,
+    /// Estimated false positive rate of a query at the epoch's last tick: the mean over the
+    /// worker's shards plus the sum over the view epochs it would consult (a union bound).
+    pub estimated_fpr: f64,
+    /// Bytes this worker sent other workers for this epoch: records routed by key (`ByKey`,
+    /// serialized `(hash, record)` pairs), or the epoch's view slice (`Local`, 12 bytes per
+    /// sparse word or 8 per dense word, per destination).
+    pub bytes_sent: u64,
+    /// Bytes received from other workers: records routed here (`ByKey`), or the previous epoch's
+    /// view slices, which this epoch's queries consult (`Local`).
+    pub bytes_received: u64,
+    /// View deltas refused because they do not fit this worker's view shape.
+    pub refused_deltas: u64,
+}
+
+impl DedupStats {
+    /// Empty stats of `epoch` for `worker`.
+    pub fn new(epoch: u64, worker: u32, mode: DedupMode) -> Self {
+        DedupStats {
+            epoch,
+            worker,
+            mode,
+            records: 0,
+            passed: 0,
+            dropped: 0,
+            dropped_same_tick: 0,
+            records_buffered: 0,
+            local_bits: 0,
+            view_bits: 0,
+            slices: Vec::new(),
+            estimated_fpr: 0.0,
+            bytes_sent: 0,
+            bytes_received: 0,
+            refused_deltas: 0,
+        }
+    }
+}
