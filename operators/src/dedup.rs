@@ -896,7 +896,7 @@ impl<D: ExchangeData> DecideState<D> {
         if !shard_fpr.is_empty() {
             s.estimated_fpr = shard_fpr.iter().sum::<f64>() / shard_fpr.len() as f64;
         }
-        if let Some(view) = self.view.as_ref() {
+        if let Some(view) = self.view.as_mut() {
             s.view_bits = view.memory_bits();
             let first = self
                 .config

@@ -57,6 +57,8 @@ pub struct WindowView {
     epoch_len: Tick,
     window: Tick,
     epochs: BTreeMap<u64, BloomFilter>,
+    /// Occupancy of epochs not merged into since it was computed (a popcount of the slice).
+    occupancy: BTreeMap<u64, SliceStats>,
 }
 
 impl WindowView {
@@ -76,6 +78,7 @@ impl WindowView {
             epoch_len,
             window,
             epochs: BTreeMap::new(),
+            occupancy: BTreeMap::new(),
         })
     }
 
@@ -99,6 +102,7 @@ impl WindowView {
     /// ORs a shipped slice into `epoch`'s filter; refuses (leaving the words already merged) a
     /// word past this view's shape, the sign of a peer configured differently.
     pub fn merge(&mut self, epoch: u64, words: &DeltaWords) -> Result<()> {
+        self.occupancy.remove(&epoch);
         let filter = match self.epochs.entry(epoch) {
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::btree_map::Entry::Vacant(v) => {
@@ -135,11 +139,13 @@ impl WindowView {
     pub fn retire(&mut self, horizon: Tick) {
         let first_needed = window_start(horizon, self.window) / self.epoch_len;
         self.epochs = self.epochs.split_off(&first_needed);
+        self.occupancy = self.occupancy.split_off(&first_needed);
     }
 
     /// Drops every epoch.
     pub fn clear(&mut self) {
         self.epochs.clear();
+        self.occupancy.clear();
     }
 
     /// Epochs currently held.
@@ -152,13 +158,20 @@ impl WindowView {
         self.epochs.values().map(Filter::memory_bits).sum()
     }
 
-    /// Fill and estimated false positive rate of every retained epoch.
-    pub fn slice_stats(&self) -> impl Iterator<Item = SliceStats> + '_ {
-        self.epochs.iter().map(|(&e, f)| SliceStats {
-            slice: Slice::ViewEpoch(e),
-            bits: f.bit_len(),
-            fill: f.fill_ratio(),
-            estimated_fpr: f.estimated_fpr(),
-        })
+    /// Fill and estimated false positive rate of every retained epoch (each slice is counted
+    /// once after its last merge, not on every call).
+    pub fn slice_stats(&mut self) -> Vec<SliceStats> {
+        for (&e, f) in &self.epochs {
+            self.occupancy.entry(e).or_insert_with(|| {
+                let fill = f.fill_ratio();
+                SliceStats {
+                    slice: Slice::ViewEpoch(e),
+                    bits: f.bit_len(),
+                    fill,
+                    estimated_fpr: fill.powi(f.hashes() as i32),
+                }
+            });
+        }
+        self.occupancy.values().copied().collect()
     }
 }
