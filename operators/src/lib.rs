@@ -30,3 +30,8 @@ pub use state::PartitionedPbf2;
 pub use temporal::{IndexStreams, TemporalIndex};
 /// The Timely Dataflow version these operators are built on.
 pub use timely;
+pub mod sketch_ops;
+pub use sketch_ops::{
+    AllocationReport, AllocationSource, Allocator, AllocatorConfig, AllocatorStreams, Lag,
+    PartitionSketch, SketchStats,
+};
