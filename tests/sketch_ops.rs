@@ -75,7 +75,7 @@ fn workload() -> Workload {
         }
         for _ in 0..splitmix(&mut s) % 3 {
             let key = splitmix(&mut s) % 600;
-            let range = if splitmix(&mut s) % 20 == 0 {
+            let range = if splitmix(&mut s).is_multiple_of(20) {
                 TimeRange::new(t, t + 300 + splitmix(&mut s) % 700).unwrap()
             } else {
                 let len = 1 + splitmix(&mut s) % 6;
