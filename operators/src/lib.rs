@@ -35,3 +35,7 @@ pub use sketch_ops::{
     AllocationReport, AllocationSource, Allocator, AllocatorConfig, AllocatorStreams, Lag,
     PartitionSketch, SketchStats,
 };
+pub mod differential;
+pub use differential::{AnsweredQueries, IndexCollection, IndexedCollection, QueryCollection};
+/// The Differential Dataflow version the collection traits are built on.
+pub use differential_dataflow;
