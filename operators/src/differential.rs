@@ -74,15 +74,19 @@ impl<'scope, K: Key + Clone + 'static> IndexCollection<'scope, K>
     }
 }
 
+/// A query as differential data: a key and an inclusive `(start, end)` tick range (a tuple, since
+/// differential needs ordered data).
+pub type RangeQuery<Q> = (Q, (Tick, Tick));
+
 /// Answers to a collection of queries.
 pub struct AnsweredQueries<'scope, Q: 'static> {
     /// `((key, range), present)` with the query's difference, at the time the index answers:
     /// the last tick of the answering epoch, or the query's own time when later
     /// ([`IndexConfig::answering_epoch`]).
-    pub answers: VecCollection<'scope, u64, ((Q, (Tick, Tick)), bool), isize>,
+    pub answers: VecCollection<'scope, u64, (RangeQuery<Q>, bool), isize>,
     /// Retracted queries (which cannot be un-answered) and queries whose range starts after it
     /// ends, as they came in.
-    pub unsupported: VecCollection<'scope, u64, (Q, (Tick, Tick)), isize>,
+    pub unsupported: VecCollection<'scope, u64, RangeQuery<Q>, isize>,
     /// Each worker's statistics for each merged epoch.
     pub stats: StreamVec<'scope, u64, EpochStats>,
 }
@@ -143,7 +147,7 @@ impl<Q: Key> Key for Counted<Q> {
 }
 
 impl<'scope, Q: Key + ExchangeData + Clone> QueryCollection<'scope, Q>
-    for VecCollection<'scope, u64, (Q, (Tick, Tick)), isize>
+    for VecCollection<'scope, u64, RangeQuery<Q>, isize>
 {
     fn query_collection(
         self,

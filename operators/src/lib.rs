@@ -36,6 +36,8 @@ pub use sketch_ops::{
     PartitionSketch, SketchStats,
 };
 pub mod differential;
-pub use differential::{AnsweredQueries, IndexCollection, IndexedCollection, QueryCollection};
+pub use differential::{
+    AnsweredQueries, IndexCollection, IndexedCollection, QueryCollection, RangeQuery,
+};
 /// The Differential Dataflow version the collection traits are built on.
 pub use differential_dataflow;
