@@ -86,13 +86,23 @@ pub enum Mode {
 }
 
 fn parse_key(s: &str) -> Result<KeyKind, String> {
-    s.parse().map_err(|e: chronobloom::trace::TraceError| e.to_string())
+    s.parse()
+        .map_err(|e: chronobloom::trace::TraceError| e.to_string())
 }
 
 /// Splits the command line into our arguments and timely's (`-w`, `-n`, `-p`, `-h` and their
 /// long forms, each with its value).
 pub fn split(argv: impl IntoIterator<Item = String>) -> (Vec<String>, Vec<String>) {
-    const TIMELY: [&str; 8] = ["-w", "--workers", "-n", "--processes", "-p", "--process", "-h", "--hostfile"];
+    const TIMELY: [&str; 8] = [
+        "-w",
+        "--workers",
+        "-n",
+        "--processes",
+        "-p",
+        "--process",
+        "-h",
+        "--hostfile",
+    ];
     let mut ours = Vec::new();
     let mut timely = Vec::new();
     let mut it = argv.into_iter();

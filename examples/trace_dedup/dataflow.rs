@@ -58,10 +58,18 @@ pub fn run(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> 
         let (mut r_in, mut q_in) = worker.dataflow::<u64, _, _>(|scope| {
             let (r_in, records) = scope.new_input::<Vec<(u64, FlowKey)>>();
             let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
-            let dedup = records.clone().dedup_by(&job.dedup, |r: &(u64, FlowKey)| r.1);
+            let dedup = records
+                .clone()
+                .dedup_by(&job.dedup, |r: &(u64, FlowKey)| r.1);
             let index = timely::dataflow::operators::vec::Map::map(records, |(_, k)| k)
                 .temporal_index(resolve(queries, &job.queries), &job.index);
-            let (o1, o2, o3, o4, o5) = (out.clone(), out.clone(), out.clone(), out.clone(), out.clone());
+            let (o1, o2, o3, o4, o5) = (
+                out.clone(),
+                out.clone(),
+                out.clone(),
+                out.clone(),
+                out.clone(),
+            );
             dedup
                 .stats
                 .exchange(|_| 0)
@@ -98,7 +106,11 @@ pub fn run(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> 
         });
 
         let epoch = job.dedup.epoch_len();
-        let mine: Vec<&Rec> = job.records.iter().filter(|r| r.seq % peers as u64 == me as u64).collect();
+        let mine: Vec<&Rec> = job
+            .records
+            .iter()
+            .filter(|r| r.seq % peers as u64 == me as u64)
+            .collect();
         let bar = progress_bar(job.progress && me == 0, mine.len() as u64);
         let start = Instant::now();
         let mut next_sync = epoch;
@@ -127,7 +139,9 @@ pub fn run(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> 
         worker.step_while(|| !probe.done());
         bar.finish_and_clear();
         out.borrow_mut().seconds = start.elapsed().as_secs_f64();
-        Rc::try_unwrap(out).map(RefCell::into_inner).unwrap_or_default()
+        Rc::try_unwrap(out)
+            .map(RefCell::into_inner)
+            .unwrap_or_default()
     })?;
     guards.join().into_iter().collect()
 }
@@ -140,7 +154,9 @@ fn resolve<'s>(
 ) -> timely::dataflow::StreamVec<'s, u64, (QueryKey, TimeRange)> {
     let list = Arc::clone(list);
     timely::dataflow::operators::vec::Map::map(queries, move |(i, r)| {
-        let key = list.get(i as usize).map_or(FlowKey::Src([0, 0, 0, 0].into()), |q| q.0);
+        let key = list
+            .get(i as usize)
+            .map_or(FlowKey::Src([0, 0, 0, 0].into()), |q| q.0);
         (QueryKey(i, key), r)
     })
 }
@@ -160,7 +176,9 @@ fn progress_bar(show: bool, len: u64) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} records ({per_sec})") {
+    if let Ok(style) =
+        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} records ({per_sec})")
+    {
         bar.set_style(style);
     }
     bar

@@ -77,7 +77,8 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
         .seed(args.seed)
         .build()?;
     // One PBF-2 partition per hour of trace time (rounded to whole epochs).
-    let partition_len = (ticks(std::time::Duration::from_secs(3600), args.unit) / epoch).max(1) * epoch;
+    let partition_len =
+        (ticks(std::time::Duration::from_secs(3600), args.unit) / epoch).max(1) * epoch;
     let index = IndexConfig::builder()
         .epoch_len(epoch)
         .partition_len(partition_len)
@@ -110,12 +111,16 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
     let n = records.len() as u64;
     let unique_out: u64 = g.dedup.iter().map(|s| s.passed).sum();
     let dropped: u64 = g.dedup.iter().map(|s| s.dropped).sum();
-    let verdict = args.verify.then(|| verify::verify(&records, &passed, window));
+    let verdict = args
+        .verify
+        .then(|| verify::verify(&records, &passed, window));
     let bytes = g.dedup.iter().map(|s| s.bytes_sent).sum::<u64>()
         + g.index.iter().map(|s| s.local.bytes_sent).sum::<u64>();
-    let filter_bits = peak_dedup_bits(&g.dedup) + g.index.iter().map(|s| s.merged_bits).max().unwrap_or(0);
+    let filter_bits =
+        peak_dedup_bits(&g.dedup) + g.index.iter().map(|s| s.merged_bits).max().unwrap_or(0);
     let digest = g.digests.iter().max().map(|&(_, d)| format!("{d:016x}"));
-    let answers: Vec<serde_json::Value> = g_answers(&g, &queries, args.verify.then_some(&records[..]));
+    let answers: Vec<serde_json::Value> =
+        g_answers(&g, &queries, args.verify.then_some(&records[..]));
 
     if let Some(path) = &args.out {
         write_out(path, &records, &passed)?;
@@ -217,7 +222,8 @@ fn g_answers(
         .into_iter()
         .filter_map(|(i, present, probes)| {
             let (key, range) = queries.get(i as usize)?;
-            let exact = records.map(|rs| rs.iter().any(|r| r.key == *key && range.contains(r.tick)));
+            let exact =
+                records.map(|rs| rs.iter().any(|r| r.key == *key && range.contains(r.tick)));
             Some(json!({
                 "key": key.to_string(), "start": range.start(), "end": range.end(),
                 "present": present, "probes": probes, "exact": exact,
@@ -227,7 +233,9 @@ fn g_answers(
 }
 
 /// `key,start,end` lines (ticks, inclusive); blank lines are skipped.
-fn read_queries(path: &std::path::Path) -> Result<Vec<(FlowKey, TimeRange)>, Box<dyn std::error::Error>> {
+fn read_queries(
+    path: &std::path::Path,
+) -> Result<Vec<(FlowKey, TimeRange)>, Box<dyn std::error::Error>> {
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut out = Vec::new();
     for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
@@ -240,8 +248,15 @@ fn read_queries(path: &std::path::Path) -> Result<Vec<(FlowKey, TimeRange)>, Box
         let (Some(e), Some(s), Some(k)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(at("expected `key,start,end`".into()).into());
         };
-        let key: FlowKey = k.trim().parse().map_err(|e: chronobloom::trace::TraceError| at(e.to_string()))?;
-        let tick = |v: &str| v.trim().parse::<u64>().map_err(|_| at(format!("`{v}` is not a tick")));
+        let key: FlowKey = k
+            .trim()
+            .parse()
+            .map_err(|e: chronobloom::trace::TraceError| at(e.to_string()))?;
+        let tick = |v: &str| {
+            v.trim()
+                .parse::<u64>()
+                .map_err(|_| at(format!("`{v}` is not a tick")))
+        };
         let range = TimeRange::new(tick(s)?, tick(e)?).map_err(|e| at(e.to_string()))?;
         out.push((key, range));
     }
@@ -249,36 +264,56 @@ fn read_queries(path: &std::path::Path) -> Result<Vec<(FlowKey, TimeRange)>, Box
 }
 
 /// The passed records as `timestamp,src,dst,sport,dport,proto` (decimal seconds).
-fn write_out(path: &std::path::Path, records: &[source::Rec], passed: &[bool]) -> std::io::Result<()> {
+fn write_out(
+    path: &std::path::Path,
+    records: &[source::Rec],
+    passed: &[bool],
+) -> std::io::Result<()> {
     let mut w = BufWriter::new(std::fs::File::create(path)?);
     writeln!(w, "timestamp,src,dst,sport,dport,proto")?;
     for r in records.iter().filter(|r| passed[r.seq as usize]) {
         let f = &r.flow;
         let (s, ns) = (f.ts_nanos / 1_000_000_000, f.ts_nanos % 1_000_000_000);
-        writeln!(w, "{s}.{ns:09},{},{},{},{},{}", f.src, f.dst, f.sport, f.dport, f.proto)?;
+        writeln!(
+            w,
+            "{s}.{ns:09},{},{},{},{},{}",
+            f.src, f.dst, f.sport, f.dport, f.proto
+        )?;
     }
     w.flush()
 }
 
 fn summary(r: &serde_json::Value, show_digest: bool) {
-    println!("chronobloom trace_dedup — {}", r["input"].as_str().unwrap_or(""));
+    println!(
+        "chronobloom trace_dedup — {}",
+        r["input"].as_str().unwrap_or("")
+    );
     println!(
         "  records {}  passed {}  dropped as duplicates {}  late {}  bad {}",
         r["records"], r["unique_out"], r["duplicates_dropped"], r["late_records"], r["bad_records"]
     );
     println!(
         "  window {} ({} ticks), target fpr {}, mode {}, {} workers",
-        r["window"].as_str().unwrap_or(""), r["window_ticks"], r["fpr"], r["mode"].as_str().unwrap_or(""), r["workers"]
+        r["window"].as_str().unwrap_or(""),
+        r["window_ticks"],
+        r["fpr"],
+        r["mode"].as_str().unwrap_or(""),
+        r["workers"]
     );
     if !r["missed_duplicates"].is_null() {
         println!(
             "  verify: missed duplicates {}, false drops {} (rate {:.5} of {} unique)",
-            r["missed_duplicates"], r["false_drops"], r["false_drop_rate"].as_f64().unwrap_or(0.0), r["exact_unique"]
+            r["missed_duplicates"],
+            r["false_drops"],
+            r["false_drop_rate"].as_f64().unwrap_or(0.0),
+            r["exact_unique"]
         );
     }
     println!(
         "  {:.0} records/s, {} bytes exchanged, {} filter bits",
-        r["records_per_sec"].as_f64().unwrap_or(0.0), r["bytes_exchanged"], r["filter_bits"]
+        r["records_per_sec"].as_f64().unwrap_or(0.0),
+        r["bytes_exchanged"],
+        r["filter_bits"]
     );
     if show_digest {
         println!("  digest {}", r["digest"].as_str().unwrap_or("-"));
@@ -286,9 +321,19 @@ fn summary(r: &serde_json::Value, show_digest: bool) {
     for a in r["answers"].as_array().into_iter().flatten() {
         println!(
             "  query {} [{}, {}]: {}{}",
-            a["key"].as_str().unwrap_or(""), a["start"], a["end"],
-            if a["present"].as_bool() == Some(true) { "present" } else { "absent" },
-            match a["exact"].as_bool() { Some(true) => " (exact: present)", Some(false) => " (exact: absent)", None => "" }
+            a["key"].as_str().unwrap_or(""),
+            a["start"],
+            a["end"],
+            if a["present"].as_bool() == Some(true) {
+                "present"
+            } else {
+                "absent"
+            },
+            match a["exact"].as_bool() {
+                Some(true) => " (exact: present)",
+                Some(false) => " (exact: absent)",
+                None => "",
+            }
         );
     }
 }

@@ -21,7 +21,11 @@ pub struct EpochPoint {
 type Series<'a> = (&'a str, fn(&EpochPoint) -> f64);
 
 /// Writes a four-panel SVG of `points` to `path`.
-pub fn write(path: &Path, title: &str, points: &[EpochPoint]) -> Result<(), Box<dyn std::error::Error>> {
+pub fn write(
+    path: &Path,
+    title: &str,
+    points: &[EpochPoint],
+) -> Result<(), Box<dyn std::error::Error>> {
     let root = SVGBackend::new(path, (1000, 900)).into_drawing_area();
     root.fill(&WHITE)?;
     let root = root.titled(title, ("sans-serif", 20))?;
@@ -46,7 +50,10 @@ pub fn write(path: &Path, title: &str, points: &[EpochPoint]) -> Result<(), Box<
             .x_desc("trace time (s)")
             .light_line_style(WHITE)
             .draw()?;
-        chart.draw_series(LineSeries::new(points.iter().map(|p| (p.seconds, get(p))), &BLUE))?;
+        chart.draw_series(LineSeries::new(
+            points.iter().map(|p| (p.seconds, get(p))),
+            &BLUE,
+        ))?;
     }
     root.present()?;
     Ok(())

@@ -40,17 +40,22 @@ pub struct Input {
 /// Reads the input named by the flags: `--pcap`, `--csv`, `--synthetic`, or the default.
 pub fn load(args: &Args) -> Result<Input, Box<dyn std::error::Error>> {
     let mut ticker = Ticker::new(args.unit, args.lateness)?;
-    let (name, flows, bad, not_ip): (String, Vec<FlowRecord>, u64, u64) = if let Some(p) = &args.pcap {
-        let (flows, bad, stats) = read(PcapTrace::open(p)?, args.skip_bad, |t| t.stats())?;
-        (format!("pcap {}", p.display()), flows, bad, stats.not_ip)
-    } else if let Some(p) = &args.csv {
-        let (flows, bad, _) = read(CsvTrace::open(p)?, args.skip_bad, |t| t.stats())?;
-        (format!("csv {}", p.display()), flows, bad, 0)
-    } else {
-        let n = args.synthetic.unwrap_or(DEFAULT_RECORDS);
-        let label = if args.synthetic.is_some() { "synthetic" } else { "default synthetic" };
-        (format!("{label} {n}"), synthetic(n, args.seed)?, 0, 0)
-    };
+    let (name, flows, bad, not_ip): (String, Vec<FlowRecord>, u64, u64) =
+        if let Some(p) = &args.pcap {
+            let (flows, bad, stats) = read(PcapTrace::open(p)?, args.skip_bad, |t| t.stats())?;
+            (format!("pcap {}", p.display()), flows, bad, stats.not_ip)
+        } else if let Some(p) = &args.csv {
+            let (flows, bad, _) = read(CsvTrace::open(p)?, args.skip_bad, |t| t.stats())?;
+            (format!("csv {}", p.display()), flows, bad, 0)
+        } else {
+            let n = args.synthetic.unwrap_or(DEFAULT_RECORDS);
+            let label = if args.synthetic.is_some() {
+                "synthetic"
+            } else {
+                "default synthetic"
+            };
+            (format!("{label} {n}"), synthetic(n, args.seed)?, 0, 0)
+        };
     let mut records = Vec::with_capacity(flows.len());
     let mut late = 0;
     for (seq, flow) in flows.into_iter().enumerate() {

@@ -38,3 +38,14 @@ pub use dedup::{Dedup, DedupConfig, DedupConfigBuilder, DedupMode, DedupStreams}
 pub use dedup_stats::DedupStats;
 pub use tick_filter::TickFilter;
 pub use window_view::{ViewDelta, WindowView};
+pub mod sketch_ops;
+pub use sketch_ops::{
+    AllocationReport, AllocationSource, Allocator, AllocatorConfig, AllocatorStreams, Lag,
+    PartitionSketch, SketchStats,
+};
+pub mod differential;
+pub use differential::{
+    AnsweredQueries, IndexCollection, IndexedCollection, QueryCollection, RangeQuery,
+};
+/// The Differential Dataflow version the collection traits are built on.
+pub use differential_dataflow;

@@ -1,0 +1,682 @@
+//! Sketch side operators: each partition's allocation, learned from the streams themselves
+//! (DESIGN.md §3, "Feedback without cycles"; paper 000 §6).
+//!
+//! ```text
+//!  records ──► FM sketch per level ─────┐  when partition p closes, every worker sends its sketch
+//!  queries ──► exact probes per level ──┴► to worker 0, which merges them (FM by OR, counters by
+//!              addition), solves the allocation once and broadcasts (p + lag, allocation)
+//! ```
+//!
+//! The allocation of partition p + lag is stamped with p + lag's first tick, a time later than
+//! every record and query it was learned from, so it flows forward into the index: no feedback
+//! loop is needed. With [`Lag::Simple`] records of p + 1 wait for p to close on every worker; with
+//! [`Lag::NoWait`] the allocation of p + 2 is ready a whole partition before it is needed.
+//!
+//! What is learned mirrors [`chronobloom_core::alloc::OnlineStrategy`], on **local** ticks (a
+//! partition's PBF-2 covers `0..partition_len`, as in the index):
+//!
+//! * a record at tick t of partition p adds `KeyHash::of(key, seed).at((t − start(p)) >> ℓ)` to
+//!   the FM sketch of every level ℓ;
+//! * a query `(key, range)` issued at t_q counts toward every partition its range overlaps that
+//!   is still open at t_q (t_q ≤ the partition's last tick): one query, and one probe per block of
+//!   the dyadic cover of the range clipped to the partition, at the block's level. Parts of the
+//!   range in partitions already closed are not learned; they are counted in
+//!   [`SketchStats::late_queries`] of the partition holding t_q.
+//!
+//! The learned statistics are d_ℓ = the merged FM estimate and f_ℓ = probes / queries (1 for every
+//! level when no query was seen); when some level has d_ℓ > 0 the allocation is
+//! [`AllocatorConfig::strategy`]'s ([`Strategy::Optimal`] by default) for the index's total bits,
+//! otherwise the index's configured allocation. The first `lag` partitions get the configured
+//! allocation too. Every emitted allocation is validated as an index configuration; one that fails
+//! is replaced by the configured allocation and the reason is reported.
+
+use crate::config::IndexConfig;
+use crate::error::Result;
+use chronobloom_core::alloc::{FilterStats, Strategy, DEFAULT_K_MAX};
+use chronobloom_core::bloom::FilterShape;
+use chronobloom_core::hash::{Key, KeyHash};
+use chronobloom_core::sketch::FmSketch;
+use chronobloom_core::temporal::{dyadic_cover, Allocation, Tick, TimeRange};
+use serde::{Deserialize, Serialize};
+use std::collections::btree_map::Entry;
+use std::collections::BTreeMap;
+use timely::dataflow::channels::pact::{Exchange, Pipeline};
+use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::vec::{Broadcast, Map};
+use timely::dataflow::operators::Capability;
+use timely::dataflow::StreamVec;
+use timely::progress::frontier::MutableAntichain;
+
+/// Which earlier partition a partition's allocation is learned from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum Lag {
+    /// Partition p + 1 uses what p taught (the paper's SIMPLE); its records wait until p has
+    /// closed on every worker.
+    #[default]
+    Simple,
+    /// Partition p + 2 uses what p taught, so its allocation is known a partition early and
+    /// nothing waits.
+    NoWait,
+}
+
+impl Lag {
+    /// The lag in partitions: 1 or 2.
+    pub fn partitions(self) -> u64 {
+        match self {
+            Lag::Simple => 1,
+            Lag::NoWait => 2,
+        }
+    }
+}
+
+/// Settings of the [`Allocator`]; checked by [`Allocator::allocator`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocatorConfig {
+    lag: Lag,
+    bitmaps: usize,
+    k_max: u32,
+    strategy: Strategy,
+}
+
+impl AllocatorConfig {
+    /// FM bitmaps per level unless [`Self::with_bitmaps`] says otherwise (relative standard
+    /// error about 10%).
+    pub const DEFAULT_BITMAPS: usize = 64;
+
+    /// `lag`, [`Self::DEFAULT_BITMAPS`] bitmaps per level, hash counts capped at
+    /// [`DEFAULT_K_MAX`], and [`Strategy::Optimal`].
+    pub fn new(lag: Lag) -> Self {
+        AllocatorConfig {
+            lag,
+            bitmaps: Self::DEFAULT_BITMAPS,
+            k_max: DEFAULT_K_MAX,
+            strategy: Strategy::Optimal,
+        }
+    }
+
+    /// FM bitmaps per level (1..=2^20).
+    pub fn with_bitmaps(mut self, bitmaps: usize) -> Self {
+        self.bitmaps = bitmaps;
+        self
+    }
+
+    /// The cap on learned hash counts (1..=64).
+    pub fn with_k_max(mut self, k_max: u32) -> Self {
+        self.k_max = k_max;
+        self
+    }
+
+    /// How learned statistics become an allocation.
+    pub fn with_strategy(mut self, strategy: Strategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// Which earlier partition an allocation is learned from.
+    pub fn lag(&self) -> Lag {
+        self.lag
+    }
+
+    /// FM bitmaps per level.
+    pub fn bitmaps(&self) -> usize {
+        self.bitmaps
+    }
+
+    /// The cap on learned hash counts.
+    pub fn k_max(&self) -> u32 {
+        self.k_max
+    }
+
+    /// How learned statistics become an allocation.
+    pub fn strategy(&self) -> Strategy {
+        self.strategy
+    }
+}
+
+/// What one partition taught one worker (or, merged, all of them): an FM sketch of the distinct
+/// (key, bucket) pairs of every level and exact probe counts per level.
+///
+/// ```
+/// use chronobloom_core::hash::KeyHash;
+/// use chronobloom_core::temporal::TimeRange;
+/// use chronobloom_operators::PartitionSketch;
+/// let mut a = PartitionSketch::new(3, 64, 7).unwrap(); // a PBF-2 over 4 ticks has 3 levels
+/// let mut b = a.clone();
+/// a.insert(KeyHash::of(&1u64, 7), 0);
+/// b.insert(KeyHash::of(&2u64, 7), 3);
+/// b.observe_query(TimeRange::new(0, 2).unwrap()); // cover: [0, 1] at level 1, [2, 2] at level 0
+/// a.merge(&b).unwrap();
+/// let stats = a.filter_stats();
+/// assert_eq!(a.queries(), 1);
+/// assert_eq!(stats.iter().map(|s| s.frequency).collect::<Vec<_>>(), vec![1.0, 1.0, 0.0]);
+/// assert!(stats[0].distinct > 1.5 && stats[0].distinct < 2.5);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionSketch {
+    distinct: Vec<FmSketch>,
+    probes: Vec<u64>,
+    queries: u64,
+}
+
+impl PartitionSketch {
+    /// An empty sketch for a PBF-2 of `levels` levels, with `bitmaps` FM bitmaps per level
+    /// hashing with `seed`.
+    pub fn new(levels: u32, bitmaps: usize, seed: u64) -> Result<Self> {
+        let fm = FmSketch::new(bitmaps, seed)?;
+        Ok(PartitionSketch {
+            distinct: vec![fm; levels as usize],
+            probes: vec![0; levels as usize],
+            queries: 0,
+        })
+    }
+
+    /// Counts a record with key hash `hash` at the partition's local tick `tick`.
+    pub fn insert(&mut self, hash: KeyHash, tick: Tick) {
+        for (level, fm) in self.distinct.iter_mut().enumerate() {
+            fm.insert_hash(hash.at(tick >> level));
+        }
+    }
+
+    /// Counts a query over `range` (local ticks, clipped to the partition).
+    pub fn observe_query(&mut self, range: TimeRange) {
+        let Some(top) = (self.probes.len() as u32).checked_sub(1) else {
+            return;
+        };
+        self.queries += 1;
+        for block in dyadic_cover(range, top) {
+            if let Some(p) = self.probes.get_mut(block.level as usize) {
+                *p += 1;
+            }
+        }
+    }
+
+    /// Adds `other` in: FM sketches by OR, probe and query counts by addition.
+    pub fn merge(&mut self, other: &PartitionSketch) -> Result<()> {
+        if self.distinct.len() != other.distinct.len() || self.probes.len() != other.probes.len() {
+            return Err(chronobloom_core::Error::ShapeMismatch {
+                what: "levels",
+                left: self.distinct.len() as u64,
+                right: other.distinct.len() as u64,
+            }
+            .into());
+        }
+        for (a, b) in self.distinct.iter_mut().zip(&other.distinct) {
+            a.merge(b)?;
+        }
+        for (a, b) in self.probes.iter_mut().zip(&other.probes) {
+            *a = a.saturating_add(*b);
+        }
+        self.queries = self.queries.saturating_add(other.queries);
+        Ok(())
+    }
+
+    /// Queries counted.
+    pub fn queries(&self) -> u64 {
+        self.queries
+    }
+
+    /// The allocation's input per level: d_ℓ, the FM estimate, and f_ℓ, probes per query (1 for
+    /// every level when no query was counted).
+    pub fn filter_stats(&self) -> Vec<FilterStats> {
+        let q = self.queries.max(1) as f64;
+        self.distinct
+            .iter()
+            .zip(&self.probes)
+            .map(|(fm, &p)| {
+                let f = if self.queries == 0 { 1.0 } else { p as f64 / q };
+                FilterStats::new(fm.estimate(), f)
+            })
+            .collect()
+    }
+
+    /// Bytes held by the FM bitmaps and the counters.
+    pub fn memory_bytes(&self) -> u64 {
+        let fm: usize = self.distinct.iter().map(FmSketch::memory_bytes).sum();
+        (fm + 8 * self.probes.len() + 8) as u64
+    }
+}
+
+/// One worker's sketching of one partition, emitted when the partition closes on that worker.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SketchStats {
+    /// The partition.
+    pub partition: u64,
+    /// The worker.
+    pub worker: u32,
+    /// Records sketched.
+    pub records: u64,
+    /// Records at or past the horizon, not sketched.
+    pub beyond_horizon: u64,
+    /// Queries counted toward this partition.
+    pub queries: u64,
+    /// Parts of queries issued during this partition that fell in partitions already closed, so
+    /// were not learned.
+    pub late_queries: u64,
+    /// Bytes of the sketch sent to the solver (0 when nothing was learned).
+    pub sketch_bytes: u64,
+}
+
+/// Where an emitted allocation came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AllocationSource {
+    /// One of the first `lag` partitions: the index's configured allocation.
+    Configured,
+    /// Learned from partition `from`.
+    Learned {
+        /// The partition learned from.
+        from: u64,
+    },
+    /// Partition `from` saw queries but no records: the index's configured allocation.
+    NothingLearned {
+        /// The partition learned from.
+        from: u64,
+    },
+    /// The learned allocation or a sketch was refused: the index's configured allocation.
+    Refused {
+        /// The partition learned from.
+        from: u64,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// One allocation decision, made once on worker 0.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AllocationReport {
+    /// The partition the allocation is for.
+    pub partition: u64,
+    /// The allocation.
+    pub allocation: Allocation,
+    /// Where it came from.
+    pub source: AllocationSource,
+    /// The merged statistics it was learned from (empty for [`AllocationSource::Configured`]).
+    pub learned: Vec<FilterStats>,
+    /// Worker sketches merged into those statistics.
+    pub sketches: u64,
+}
+
+/// The allocator's outputs.
+pub struct AllocatorStreams<'scope> {
+    /// `(partition, allocation)` on every worker, at the partition's first tick.
+    pub allocations: StreamVec<'scope, u64, (u64, Allocation)>,
+    /// Each decision with its inputs, on worker 0 only, at the partition's first tick.
+    pub reports: StreamVec<'scope, u64, AllocationReport>,
+    /// Each worker's sketching of each partition it saw, at the partition's last tick.
+    pub sketches: StreamVec<'scope, u64, SketchStats>,
+}
+
+/// Learns each partition's allocation from a stream of records (keys whose timestamps are their
+/// ticks) and a stream of `(key, range)` queries; see the [module documentation](self).
+///
+/// An allocation is emitted for partition q (below the index's partition count) when q < lag, at
+/// time 0 for q = 0, or when some worker saw a record or a query of partition q − lag, once it has
+/// closed everywhere. A partition with no message gets the index's configured allocation: no
+/// record of it exists, or nothing was learned. The output is the same for any number of workers
+/// and processes, and the dataflow completes whether partitions have records and queries or not.
+///
+/// ```
+/// use timely::dataflow::operators::{Capture, Input};
+/// use timely::dataflow::operators::capture::Event;
+/// use chronobloom_core::temporal::{Allocation, TimeRange};
+/// use chronobloom_operators::{Allocator, AllocatorConfig, IndexConfig, Lag};
+///
+/// let cfg = IndexConfig::builder().epoch_len(16).partition_len(64).partitions(3)
+///     .bits(8_000).hashes(3).build().unwrap();
+/// let allocations = timely::execute_directly(move |worker| {
+///     let (mut records, mut queries, out) = worker.dataflow::<u64, _, _>(|scope| {
+///         let (r_in, records) = scope.new_input::<Vec<u64>>();
+///         let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
+///         let out = records.allocator(queries, &cfg, &AllocatorConfig::new(Lag::Simple)).unwrap();
+///         (r_in, q_in, out.allocations.capture())
+///     });
+///     for t in 0..64u64 {
+///         records.advance_to(t);
+///         queries.advance_to(t);
+///         records.send(t % 8);
+///         queries.send((t % 8, TimeRange::point(t))); // point queries: only level 0 is probed
+///     }
+///     out
+/// });
+/// let got: Vec<(u64, (u64, Allocation))> = allocations.iter()
+///     .flat_map(|e| match e {
+///         Event::Messages(t, a) => {
+///             let t = *t.least().unwrap();
+///             a.into_iter().map(|x| (t, x)).collect()
+///         }
+///         Event::Progress(_) => vec![],
+///     })
+///     .collect();
+/// let when: Vec<(u64, u64)> = got.iter().map(|(t, (p, _))| (*t, *p)).collect();
+/// assert_eq!(when, vec![(0, 0), (64, 1)]); // 0 configured, 1 learned from 0, 2 not needed
+/// let learned = &got[1].1 .1;
+/// assert_eq!(learned.total_bits(), 8_000);
+/// assert_eq!(learned.shapes()[0].bits, 8_000); // only the probed level gets bits
+/// ```
+pub trait Allocator<'scope> {
+    /// Learns from this stream of records and from `queries`; refuses settings that cannot make
+    /// a sketch (bitmaps outside 1..=2^20, `k_max` outside 1..=64).
+    fn allocator<Q: 'static>(
+        self,
+        queries: StreamVec<'scope, u64, (Q, TimeRange)>,
+        index: &IndexConfig,
+        config: &AllocatorConfig,
+    ) -> Result<AllocatorStreams<'scope>>;
+}
+
+/// Partition arithmetic of an index configuration.
+#[derive(Clone, Copy)]
+struct Partitions {
+    len: Tick,
+    count: u64,
+}
+
+impl Partitions {
+    fn of(&self, t: Tick) -> u64 {
+        t / self.len
+    }
+
+    fn start(&self, p: u64) -> Tick {
+        p.saturating_mul(self.len)
+    }
+
+    fn last(&self, p: u64) -> Tick {
+        self.start(p).saturating_add(self.len - 1)
+    }
+
+    /// Partitions before this one have closed once the frontier reached `frontier`.
+    fn closed_before(&self, frontier: Option<Tick>) -> u64 {
+        frontier.map_or(u64::MAX, |f| f / self.len)
+    }
+}
+
+/// What a worker's sketching operator emits: sketches for the solver, stats for the caller.
+#[derive(Clone)]
+enum Sketched {
+    Sketch(u64, PartitionSketch),
+    Stats(SketchStats),
+}
+
+/// A partition open on one worker.
+struct Open {
+    cap: Capability<u64>,
+    sketch: Option<PartitionSketch>,
+    stats: SketchStats,
+}
+
+/// The partition `p` open on this worker, opened with a capability from `cap` when missing.
+fn slot(
+    open: &mut BTreeMap<u64, Open>,
+    p: u64,
+    worker: u32,
+    cap: impl FnOnce() -> Capability<u64>,
+) -> &mut Open {
+    open.entry(p).or_insert_with(|| Open {
+        cap: cap(),
+        sketch: None,
+        stats: SketchStats {
+            partition: p,
+            worker,
+            ..SketchStats::default()
+        },
+    })
+}
+
+/// The single time of a totally ordered frontier, `None` when it is empty.
+fn head(frontier: &MutableAntichain<u64>) -> Option<Tick> {
+    frontier.frontier().as_option().copied()
+}
+
+impl<'scope, K: Key + 'static> Allocator<'scope> for StreamVec<'scope, u64, K> {
+    fn allocator<Q: 'static>(
+        self,
+        queries: StreamVec<'scope, u64, (Q, TimeRange)>,
+        index: &IndexConfig,
+        config: &AllocatorConfig,
+    ) -> Result<AllocatorStreams<'scope>> {
+        FilterShape::new(1, config.k_max)?;
+        let levels = index.allocation().shapes().len() as u32;
+        let empty = PartitionSketch::new(levels, config.bitmaps, index.seed())?;
+        let parts = Partitions {
+            len: index.partition_len(),
+            count: index.partitions(),
+        };
+        let seed = index.seed();
+        let me = self.scope().index() as u32;
+        let sketched = self.binary_frontier(
+            queries,
+            Pipeline,
+            Pipeline,
+            "SketchPartitions",
+            move |default_cap, _| {
+                drop(default_cap);
+                let mut open: BTreeMap<u64, Open> = BTreeMap::new();
+                move |(r_in, r_frontier), (q_in, q_frontier), output| {
+                    let port = output.output_index();
+                    r_in.for_each_stamp(|cap, data| {
+                        let Some(&t) = cap.least() else { return };
+                        let p = parts.of(t);
+                        let slot = slot(&mut open, p, me, || cap.delayed(&parts.last(p), port));
+                        let local = t - parts.start(p);
+                        for batch in data {
+                            if p >= parts.count {
+                                slot.stats.beyond_horizon += batch.len() as u64;
+                                batch.clear();
+                                continue;
+                            }
+                            slot.stats.records += batch.len() as u64;
+                            let sketch = slot.sketch.get_or_insert_with(|| empty.clone());
+                            for key in batch.drain(..) {
+                                sketch.insert(KeyHash::of(&key, seed), local);
+                            }
+                        }
+                    });
+                    q_in.for_each_stamp(|cap, data| {
+                        let Some(&issued) = cap.least() else { return };
+                        let now = parts.of(issued);
+                        for batch in data {
+                            for (_, range) in batch.drain(..) {
+                                let first = parts.of(range.start());
+                                let last = parts.of(range.end()).min(parts.count.saturating_sub(1));
+                                let late = now.min(last.saturating_add(1)).saturating_sub(first);
+                                if late > 0 {
+                                    let last = parts.last(now);
+                                    let slot =
+                                        slot(&mut open, now, me, || cap.delayed(&last, port));
+                                    slot.stats.late_queries += late;
+                                }
+                                for p in first.max(now)..=last {
+                                    let (start, end) = (parts.start(p), parts.last(p));
+                                    let Some(part) = TimeRange::new(start, end)
+                                        .ok()
+                                        .and_then(|whole| range.intersect(&whole))
+                                    else {
+                                        continue;
+                                    };
+                                    let slot = slot(&mut open, p, me, || cap.delayed(&end, port));
+                                    slot.stats.queries += 1;
+                                    let local =
+                                        TimeRange::new(part.start() - start, part.end() - start);
+                                    if let Ok(local) = local {
+                                        slot.sketch
+                                            .get_or_insert_with(|| empty.clone())
+                                            .observe_query(local);
+                                    }
+                                }
+                            }
+                        }
+                    });
+                    let closed = parts
+                        .closed_before(head(r_frontier))
+                        .min(parts.closed_before(head(q_frontier)));
+                    while let Some(entry) = open.first_entry() {
+                        if *entry.key() >= closed {
+                            break;
+                        }
+                        let (
+                            p,
+                            Open {
+                                cap,
+                                sketch,
+                                mut stats,
+                            },
+                        ) = entry.remove_entry();
+                        let mut session = output.session(&cap);
+                        if let Some(sketch) = sketch {
+                            stats.sketch_bytes = sketch.memory_bytes();
+                            session.give(Sketched::Sketch(p, sketch));
+                        }
+                        session.give(Sketched::Stats(stats));
+                    }
+                }
+            },
+        );
+        let sketches = sketched.clone().flat_map(|s| match s {
+            Sketched::Stats(s) => Some(s),
+            Sketched::Sketch(..) => None,
+        });
+        let lessons = sketched.flat_map(|s| match s {
+            Sketched::Sketch(p, sketch) => Some((p, sketch)),
+            Sketched::Stats(_) => None,
+        });
+        let reports = solve(lessons, index.clone(), *config, parts);
+        let allocations = reports
+            .clone()
+            .map(|r| (r.partition, r.allocation))
+            .broadcast();
+        Ok(AllocatorStreams {
+            allocations,
+            reports,
+            sketches,
+        })
+    }
+}
+
+/// A partition's merged sketch, the number of worker sketches in it, and why a merge was refused.
+type Merged = (PartitionSketch, u64, Option<String>);
+
+/// Merges the workers' sketches on worker 0 and decides each partition's allocation once.
+fn solve<'scope>(
+    lessons: StreamVec<'scope, u64, (u64, PartitionSketch)>,
+    index: IndexConfig,
+    config: AllocatorConfig,
+    parts: Partitions,
+) -> StreamVec<'scope, u64, AllocationReport> {
+    let solver = lessons.scope().index() == 0;
+    let lag = config.lag.partitions();
+    let to_zero = Exchange::new(|_: &(u64, PartitionSketch)| 0);
+    lessons.unary_frontier(to_zero, "SolveAllocation", move |default_cap, _| {
+        // Worker 0 holds a capability at the first tick of the next undecided partition.
+        let mut cap = solver.then_some(default_cap);
+        let mut next = 0u64;
+        let mut merged: BTreeMap<u64, Merged> = BTreeMap::new();
+        move |(input, frontier), output| {
+            input.for_each_stamp(|_, data| {
+                for batch in data {
+                    for (p, sketch) in batch.drain(..) {
+                        match merged.entry(p) {
+                            Entry::Vacant(v) => {
+                                v.insert((sketch, 1, None));
+                            }
+                            Entry::Occupied(mut o) => {
+                                let (m, n, refused) = o.get_mut();
+                                *n += 1;
+                                if let Err(e) = m.merge(&sketch) {
+                                    *refused = Some(e.to_string());
+                                }
+                            }
+                        }
+                    }
+                }
+            });
+            let Some(c) = cap.as_mut() else {
+                merged.clear();
+                return;
+            };
+            let closed = parts.closed_before(head(frontier));
+            // Allocations of partitions below `end` can be decided now: the first `lag` ones, and
+            // those whose partition to learn from (below `closed`) has closed everywhere.
+            let end = closed.saturating_add(lag).min(parts.count);
+            let rest = merged.split_off(&end.saturating_sub(lag));
+            let ready = std::mem::replace(&mut merged, rest);
+            for q in next..end.min(lag) {
+                c.downgrade(&parts.start(q));
+                output.session(c).give(AllocationReport {
+                    partition: q,
+                    allocation: index.allocation().clone(),
+                    source: AllocationSource::Configured,
+                    learned: Vec::new(),
+                    sketches: 0,
+                });
+            }
+            for (p, lesson) in ready {
+                let q = p + lag;
+                c.downgrade(&parts.start(q));
+                output
+                    .session(c)
+                    .give(decide(&index, &config, q, p, lesson));
+            }
+            // Closed partitions whose allocation would be for a partition past the last.
+            merged = merged.split_off(&closed);
+            next = next.max(end);
+            if next >= parts.count || closed == u64::MAX {
+                cap = None;
+            } else {
+                c.downgrade(&parts.start(next));
+            }
+        }
+    })
+}
+
+/// The allocation of partition `q` from what partition `p` taught.
+fn decide(
+    index: &IndexConfig,
+    config: &AllocatorConfig,
+    q: u64,
+    p: u64,
+    (sketch, sketches, refused): Merged,
+) -> AllocationReport {
+    let configured = index.allocation().clone();
+    let learned = sketch.filter_stats();
+    let (allocation, source) = if let Some(reason) = refused {
+        (configured, AllocationSource::Refused { from: p, reason })
+    } else if learned.iter().any(|s| s.distinct > 0.0) {
+        match allocate(index, config, &learned) {
+            Ok(a) => (a, AllocationSource::Learned { from: p }),
+            Err(e) => (
+                configured,
+                AllocationSource::Refused {
+                    from: p,
+                    reason: e.to_string(),
+                },
+            ),
+        }
+    } else {
+        (configured, AllocationSource::NothingLearned { from: p })
+    };
+    AllocationReport {
+        partition: q,
+        allocation,
+        source,
+        learned,
+        sketches,
+    }
+}
+
+/// Solves the allocation for the index's total bits and checks it as an index configuration.
+fn allocate(
+    index: &IndexConfig,
+    config: &AllocatorConfig,
+    learned: &[FilterStats],
+) -> Result<Allocation> {
+    let bits = index.allocation().total_bits();
+    let allocation = config.strategy.allocate(learned, bits, config.k_max)?;
+    IndexConfig::builder()
+        .epoch_len(index.epoch_len())
+        .partition_len(index.partition_len())
+        .partitions(index.partitions())
+        .allocation(allocation.clone())
+        .seed(index.seed())
+        .placement(index.placement())
+        .build()?;
+    Ok(allocation)
+}
