@@ -22,11 +22,11 @@ pub mod state;
 pub mod stats;
 pub mod temporal;
 
-pub use config::{IndexConfig, IndexConfigBuilder, Placement};
+pub use config::{AllocationLag, IndexConfig, IndexConfigBuilder, Placement};
 pub use error::{Error, Result};
 pub use index::LocalIndex;
 pub use query::{IndexEvent, MergeQuery, QueryAnswer};
-pub use state::PartitionedPbf2;
+pub use state::MergedState;
 pub use temporal::{IndexStreams, TemporalIndex};
 /// The Timely Dataflow version these operators are built on.
 pub use timely;
