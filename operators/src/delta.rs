@@ -187,7 +187,12 @@ impl Shipment {
             .announce
             .as_ref()
             .map_or(0, |(_, a)| 8 + 12 * a.shapes().len() as u64);
-        announce + self.deltas.iter().map(|d| d.words.wire_bytes()).sum::<u64>()
+        announce
+            + self
+                .deltas
+                .iter()
+                .map(|d| d.words.wire_bytes())
+                .sum::<u64>()
     }
 }
 

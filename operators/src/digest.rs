@@ -175,9 +175,10 @@ impl DigestTable {
     /// The state digest.
     pub(crate) fn digest(&self) -> u64 {
         combine_partitions(self.blocks.iter().map(|(&p, levels)| {
-            let d = combine_levels(levels.iter().enumerate().map(|(l, (bits, blocks))| {
-                level_digest(l as u32, *bits, blocks.iter().copied())
-            }));
+            let d =
+                combine_levels(levels.iter().enumerate().map(|(l, (bits, blocks))| {
+                    level_digest(l as u32, *bits, blocks.iter().copied())
+                }));
             (p, d)
         }))
     }

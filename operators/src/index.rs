@@ -197,7 +197,12 @@ impl LocalState {
             self.refused += 1;
             return;
         }
-        let key = |a: &Allocation| a.shapes().iter().map(|s| (s.bits, s.hashes)).collect::<Vec<_>>();
+        let key = |a: &Allocation| {
+            a.shapes()
+                .iter()
+                .map(|s| (s.bits, s.hashes))
+                .collect::<Vec<_>>()
+        };
         match self.announcements.entry(p) {
             Entry::Vacant(v) => {
                 v.insert(a);
@@ -222,9 +227,7 @@ impl LocalState {
                 None => self.config.allocation().clone(),
                 Some(q) => {
                     let start = self.config.partition_start(q);
-                    let passed = self
-                        .alloc_head
-                        .is_some_and(|h| h.is_none_or(|h| h > start));
+                    let passed = self.alloc_head.is_some_and(|h| h.is_none_or(|h| h > start));
                     if !passed {
                         return None;
                     }
@@ -297,7 +300,11 @@ impl LocalState {
             batch.clear();
             return;
         };
-        let room = self.config.max_buffered().saturating_sub(self.buffered).min(n);
+        let room = self
+            .config
+            .max_buffered()
+            .saturating_sub(self.buffered)
+            .min(n);
         for key in batch.drain(..).take(room as usize) {
             epoch.buffer.push((KeyHash::of(&key, seed), t));
         }
@@ -433,9 +440,9 @@ impl LocalState {
                 }
             }
         }
-        let announce_bytes = announce
-            .as_ref()
-            .map_or(0, |(_, a): &(u64, Allocation)| 8 + 12 * a.shapes().len() as u64);
+        let announce_bytes = announce.as_ref().map_or(0, |(_, a): &(u64, Allocation)| {
+            8 + 12 * a.shapes().len() as u64
+        });
         stats.bytes_sent = per_dest
             .iter()
             .enumerate()

@@ -82,7 +82,10 @@ impl LevelShard {
     /// ORs `word` into word `i`; false when the level does not hold it.
     #[inline]
     fn or_word(&mut self, i: usize, word: u64) -> bool {
-        let Some(w) = i.checked_sub(self.first).and_then(|j| self.words.get_mut(j)) else {
+        let Some(w) = i
+            .checked_sub(self.first)
+            .and_then(|j| self.words.get_mut(j))
+        else {
             return false;
         };
         let new = *w | word;
@@ -249,9 +252,7 @@ impl MergedState {
             .iter()
             .enumerate()
             .filter(|(_, l)| l.modulus.is_some())
-            .map(|(i, l)| {
-                LevelStats::from_counts(i as u32, l.held_bits(), l.ones, l.shape.hashes)
-            })
+            .map(|(i, l)| LevelStats::from_counts(i as u32, l.held_bits(), l.ones, l.shape.hashes))
             .collect()
     }
 
@@ -319,7 +320,11 @@ impl MergedState {
     fn partition_or_new(&mut self, p: u64, allocation: &Allocation) -> Option<&mut PartitionShard> {
         if !self.partitions.contains_key(&p) {
             Pbf2::new(self.config.partition_len(), allocation, self.config.seed()).ok()?;
-            if allocation.shapes().iter().any(|s| s.bits / 64 > u64::from(u32::MAX)) {
+            if allocation
+                .shapes()
+                .iter()
+                .any(|s| s.bits / 64 > u64::from(u32::MAX))
+            {
                 return None;
             }
             let levels = allocation
