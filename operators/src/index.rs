@@ -21,8 +21,9 @@ use timely::dataflow::StreamVec;
 /// A record is a key; its tick is its **dataflow timestamp** (`u64` ticks, identity mapping; a
 /// batch's records take the batch's least time). The epoch closes when the input frontier passes
 /// its last tick; the worker then sends every worker a [`Shipment`] stamped with the epoch's last
-/// tick: the changed words of every level, each level sparse or dense, whichever is smaller
-/// ([`crate::Placement::Replicated`]). Records of later epochs wait in a buffer until their epoch is the earliest open one,
+/// tick: the changed words of every level (all of them to every worker when replicated, each
+/// worker's owned range when sharded), each level sparse, bitmap or dense, whichever is smallest.
+/// Records of later epochs wait in a buffer until their epoch is the earliest open one,
 /// so a delta holds exactly its epoch's records. Records at or past the horizon are counted, not
 /// indexed.
 ///

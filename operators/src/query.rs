@@ -54,7 +54,8 @@ pub enum IndexEvent<K> {
 /// exactly the epochs up to [`IndexConfig::answering_epoch`]: it waits until every shipment of
 /// those epochs has arrived, and shipments of later epochs wait until it is answered, so answers
 /// do not depend on scheduling or on the number of workers. When replicated, a query is answered
-/// on the worker it enters.
+/// on the worker it enters; when sharded, every owner evaluates its share of the query's probes and
+/// the worker it entered ANDs them, giving the same answer and probe count.
 ///
 /// ```
 /// use timely::dataflow::operators::{Capture, Input};
