@@ -1,78 +1,156 @@
 //! Throughput of the temporal index with delta exchange and merge, and bytes moved per epoch by
-//! delta exchange versus shuffling the raw records. Prints one JSON object per worker count.
+//! delta exchange versus shuffling the raw records. Prints one JSON object per run.
 //!
-//! `cargo bench --bench operators` (u64 keys, T = 86,400 ticks, m = 5·10^7 bits, 4 hashes,
-//! epochs of 60 ticks, 50 records per tick).
+//! `cargo bench --bench operators` — synthetic: u64 keys, T = 86,400 ticks, m = 5·10^7 bits, 4
+//! hashes, epochs of 60 ticks, 50 records per tick, for both placements and 1 and 2 workers
+//! (digest off, plus one run with it on). Real: `data/real.pcap` (fetch with
+//! `scripts/fetch-traces.sh`), source addresses at 10 ms ticks, 2 workers, when the file exists.
 
 use chronobloom::operators::timely;
-use chronobloom::operators::{IndexConfig, TemporalIndex};
+use chronobloom::operators::{IndexConfig, Placement, TemporalIndex};
+use chronobloom::trace::{FlowKey, KeyKind, PcapTrace, Ticker};
 use chronobloom_core::temporal::TimeRange;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use timely::dataflow::operators::{Input, Inspect, Probe};
 use timely::dataflow::ProbeHandle;
 
 const TICKS: u64 = 86_400;
 const EPOCH: u64 = 60;
 const PER_TICK: u64 = 50;
-/// Bytes one raw record (u64 key, u64 tick) would cost when shuffled.
-const RECORD_BYTES: u64 = 16;
 
 fn key(tick: u64, i: u64) -> u64 {
     chronobloom_core::hash::mix64(tick * PER_TICK + i) % 10_000_000
 }
 
-fn main() {
-    let cfg = IndexConfig::builder()
+fn config(placement: Placement, digest: bool) -> IndexConfig {
+    IndexConfig::builder()
         .epoch_len(EPOCH)
         .partition_len(TICKS)
         .bits(50_000_000)
         .hashes(4)
+        .placement(placement)
+        .digest(digest)
         .build()
-        .expect("valid configuration");
-    for workers in [1usize, 2] {
-        let cfg = cfg.clone();
-        let start = Instant::now();
-        let guards = timely::execute(timely::Config::process(workers), move |worker| {
-            let (me, peers) = (worker.index() as u64, worker.peers() as u64);
-            let probe = ProbeHandle::new();
-            let sent = std::rc::Rc::new(std::cell::Cell::new(0u64));
-            let sent2 = sent.clone();
-            let mut r_in = worker.dataflow::<u64, _, _>(|scope| {
-                let (r_in, records) = scope.new_input::<Vec<u64>>();
-                let (_q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
-                let out = records.temporal_index(queries, &cfg);
-                out.stats
-                    .inspect(move |s| sent2.set(sent2.get() + s.local.bytes_sent))
-                    .probe_with(&probe);
-                out.digests.probe_with(&probe);
-                r_in
-            });
-            for t in 0..TICKS {
-                for i in (0..PER_TICK).filter(|i| i % peers == me) {
-                    r_in.send(key(t, i));
-                }
-                r_in.advance_to(t + 1);
-                if (t + 1) % EPOCH == 0 {
+        .expect("valid configuration")
+}
+
+/// Runs the index over `records` (sorted by tick; worker w takes every n-th) and returns the
+/// seconds taken and the delta bytes sent between workers.
+fn run<K>(cfg: &IndexConfig, workers: usize, records: &std::sync::Arc<Vec<(u64, K)>>) -> (f64, u64)
+where
+    K: chronobloom_core::hash::Key + Clone + Send + Sync + 'static,
+{
+    let (cfg, records) = (cfg.clone(), records.clone());
+    let start = Instant::now();
+    let guards = timely::execute(timely::Config::process(workers), move |worker| {
+        let (me, peers) = (worker.index(), worker.peers());
+        let probe = ProbeHandle::new();
+        let sent = std::rc::Rc::new(std::cell::Cell::new(0u64));
+        let sent2 = sent.clone();
+        let mut r_in = worker.dataflow::<u64, _, _>(|scope| {
+            let (r_in, records) = scope.new_input::<Vec<K>>();
+            let (_q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
+            let out = records.temporal_index(queries, &cfg);
+            out.stats
+                .inspect(move |s| sent2.set(sent2.get() + s.local.bytes_sent))
+                .probe_with(&probe);
+            out.digests.probe_with(&probe);
+            r_in
+        });
+        for (i, (t, k)) in records.iter().enumerate() {
+            if *t > *r_in.time() {
+                let epoch_crossed = t / EPOCH > r_in.time() / EPOCH;
+                r_in.advance_to(*t);
+                if epoch_crossed {
                     worker.step_while(|| probe.less_than(r_in.time()));
                 }
             }
-            drop(r_in);
-            worker.step_while(|| !probe.done());
-            sent.get()
-        })
-        .expect("timely starts");
-        let sent: u64 = guards.join().into_iter().flatten().sum();
-        let secs = start.elapsed().as_secs_f64();
-        let records = TICKS * PER_TICK;
-        let epochs = TICKS / EPOCH;
-        let shuffle = records * RECORD_BYTES * (workers as u64 - 1) / workers as u64;
-        println!(
-            "{{\"workers\":{workers},\"records\":{records},\"seconds\":{secs:.3},\
-             \"records_per_sec_per_worker\":{:.0},\"delta_bytes_per_epoch\":{},\
-             \"raw_shuffle_bytes_per_epoch\":{}}}",
-            records as f64 / secs / workers as f64,
-            sent / epochs,
-            shuffle / epochs
-        );
+            if i % peers == me {
+                r_in.send(k.clone());
+            }
+        }
+        drop(r_in);
+        worker.step_while(|| !probe.done());
+        sent.get()
+    })
+    .expect("timely starts");
+    let sent: u64 = guards.join().into_iter().flatten().sum();
+    (start.elapsed().as_secs_f64(), sent)
+}
+
+fn report(
+    name: &str,
+    cfg: &IndexConfig,
+    workers: usize,
+    n: u64,
+    epochs: u64,
+    raw: u64,
+    r: (f64, u64),
+) {
+    let (secs, sent) = r;
+    println!(
+        "{{\"stream\":\"{name}\",\"placement\":\"{:?}\",\"digest\":{},\"workers\":{workers},\
+         \"records\":{n},\"seconds\":{secs:.3},\"records_per_sec_per_worker\":{:.0},\
+         \"delta_bytes_per_epoch\":{},\"raw_shuffle_bytes_per_epoch\":{}}}",
+        cfg.placement(),
+        cfg.digest(),
+        n as f64 / secs / workers as f64,
+        sent / epochs.max(1),
+        raw * (workers as u64 - 1) / workers as u64 / epochs.max(1)
+    );
+}
+
+fn main() {
+    let synthetic: Vec<(u64, u64)> = (0..TICKS)
+        .flat_map(|t| (0..PER_TICK).map(move |i| (t, key(t, i))))
+        .collect();
+    let n = synthetic.len() as u64;
+    let synthetic = std::sync::Arc::new(synthetic);
+    // a raw record: u64 key and u64 tick
+    let raw = n * 16;
+    for (placement, digest, workers) in [
+        (Placement::Replicated, true, 1),
+        (Placement::Replicated, false, 1),
+        (Placement::Replicated, false, 2),
+        (Placement::Sharded, false, 1),
+        (Placement::Sharded, false, 2),
+    ] {
+        let cfg = config(placement, digest);
+        let r = run(&cfg, workers, &synthetic);
+        report("synthetic", &cfg, workers, n, TICKS / EPOCH, raw, r);
     }
+    match real_trace("data/real.pcap") {
+        Ok(records) if !records.is_empty() => {
+            let n = records.len() as u64;
+            let raw: u64 = records.iter().map(|(_, k)| k.len() as u64 + 8).sum();
+            let ticks = records.last().map_or(0, |r| r.0) + 1;
+            let records = std::sync::Arc::new(records);
+            for placement in [Placement::Replicated, Placement::Sharded] {
+                let cfg = config(placement, false);
+                let r = run(&cfg, 2, &records);
+                report("real", &cfg, 2, n, ticks.div_ceil(EPOCH), raw, r);
+            }
+        }
+        Ok(_) => eprintln!("data/real.pcap holds no records"),
+        Err(e) => eprintln!("real trace skipped: {e}"),
+    }
+}
+
+/// Source addresses of the trace at 10 ms ticks, below the horizon.
+fn real_trace(path: &str) -> Result<Vec<(u64, String)>, Box<dyn std::error::Error>> {
+    let mut ticker = Ticker::new(Duration::from_millis(10), Duration::from_millis(10))?;
+    let mut out = Vec::new();
+    for record in PcapTrace::open(path)? {
+        let r = record?;
+        let chronobloom::trace::Placement::Tick(t) = ticker.place(r.ts_nanos) else {
+            continue;
+        };
+        if t >= TICKS {
+            break;
+        }
+        if let FlowKey::Src(a) = r.key(KeyKind::Src) {
+            out.push((t, a.to_string()));
+        }
+    }
+    Ok(out)
 }

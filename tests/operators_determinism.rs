@@ -4,11 +4,13 @@
 //! same input; query answers (and their probe counts) are identical too, with no false negative.
 #![allow(clippy::unwrap_used)]
 
-use chronobloom::core::temporal::{Pbf2, TemporalFilter, TimeRange};
+use chronobloom::core::temporal::{Allocation, Pbf2, TemporalFilter, TimeRange};
 use chronobloom::operators::digest::{state_digest, EpochDigest};
 use chronobloom::operators::stats::{EpochStats, RejectReason};
 use chronobloom::operators::timely;
-use chronobloom::operators::{IndexConfig, Placement, TemporalIndex};
+use chronobloom::operators::{
+    AllocationLag, IndexConfig, IndexConfigBuilder, Placement, TemporalIndex,
+};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,16 +26,35 @@ const TICKS: u64 = 320;
 const KEYS: u64 = 400;
 
 fn config(placement: Placement) -> IndexConfig {
+    builder(placement).bits(24_000).hashes(3).build().unwrap()
+}
+
+fn builder(placement: Placement) -> IndexConfigBuilder {
     IndexConfig::builder()
         .epoch_len(EPOCH)
         .partition_len(PARTITION)
         .partitions(PARTITIONS)
-        .bits(24_000)
-        .hashes(3)
         .seed(11)
         .placement(placement)
+}
+
+/// A configuration whose levels span several digest blocks, so 2 and 4 shards split them.
+fn wide(placement: Placement) -> IndexConfig {
+    builder(placement)
+        .bits(8 * 16_384)
+        .hashes(3)
         .build()
         .unwrap()
+}
+
+/// Allocations announced by worker 0: `(partition, allocation)`, sent at the partition's start.
+type Plan = Vec<(u64, Allocation)>;
+
+fn plan() -> Plan {
+    vec![
+        (1, Allocation::uniform(8, 40_000, 2).unwrap()),
+        (2, Allocation::uniform(8, 16_000, 5).unwrap()),
+    ]
 }
 
 /// Records `(tick, key)` and queries `(issued, key, range)`, both sorted by tick.
@@ -89,14 +110,30 @@ struct Outcome {
 
 /// Runs the index on this process's workers; worker `w` of `n` gets every `n`-th record and query.
 fn run(timely_config: timely::Config, cfg: IndexConfig, wl: Workload) -> Outcome {
+    run_with(timely_config, cfg, wl, None)
+}
+
+/// As [`run`]; with a plan, the index takes an allocation stream and worker 0 announces the
+/// plan's allocations at each partition's start tick.
+fn run_with(
+    timely_config: timely::Config,
+    cfg: IndexConfig,
+    wl: Workload,
+    plan: Option<Plan>,
+) -> Outcome {
     let guards = timely::execute(timely_config, move |worker| {
         let (me, peers) = (worker.index(), worker.peers());
         let out = Rc::new(RefCell::new(Outcome::default()));
         let probe = ProbeHandle::new();
-        let (mut r_in, mut q_in) = worker.dataflow::<u64, _, _>(|scope| {
+        let (mut r_in, mut q_in, mut a_in) = worker.dataflow::<u64, _, _>(|scope| {
             let (r_in, records) = scope.new_input::<Vec<u64>>();
             let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
-            let streams = records.temporal_index(queries, &cfg);
+            let (a_in, allocations) = scope.new_input::<Vec<(u64, Allocation)>>();
+            let streams = if plan.is_some() {
+                records.temporal_index_with_allocations(queries, allocations, &cfg)
+            } else {
+                records.temporal_index(queries, &cfg)
+            };
             let (o1, o2, o3) = (out.clone(), out.clone(), out.clone());
             streams
                 .answers
@@ -120,10 +157,15 @@ fn run(timely_config: timely::Config, cfg: IndexConfig, wl: Workload) -> Outcome
                 .stats
                 .inspect(move |s| o3.borrow_mut().stats.push(s.clone()))
                 .probe_with(&probe);
-            (r_in, q_in)
+            (r_in, q_in, a_in)
         });
         let (mut ri, mut qi) = (0, 0);
         for t in 0..TICKS {
+            for (p, a) in plan.iter().flatten() {
+                if me == 0 && p * PARTITION == t {
+                    a_in.send((*p, a.clone()));
+                }
+            }
             while ri < wl.records.len() && wl.records[ri].0 == t {
                 if ri % peers == me {
                     r_in.send(wl.records[ri].1);
@@ -139,13 +181,14 @@ fn run(timely_config: timely::Config, cfg: IndexConfig, wl: Workload) -> Outcome
             }
             r_in.advance_to(t + 1);
             q_in.advance_to(t + 1);
+            a_in.advance_to(t + 1);
             if (t + 1) % EPOCH == 0 {
                 worker.step_while(|| probe.less_than(r_in.time()));
             } else {
                 worker.step();
             }
         }
-        drop((r_in, q_in));
+        drop((r_in, q_in, a_in));
         worker.step_while(|| !probe.done());
         out.take()
     })
@@ -172,6 +215,15 @@ struct Reference {
 }
 
 fn reference(cfg: &IndexConfig, wl: &Workload) -> Reference {
+    reference_with(cfg, wl, &BTreeMap::new())
+}
+
+/// The reference with partition `p` built with `allocations[p]` when given.
+fn reference_with(
+    cfg: &IndexConfig,
+    wl: &Workload,
+    allocations: &BTreeMap<u64, Allocation>,
+) -> Reference {
     let mut parts: BTreeMap<u64, Pbf2> = BTreeMap::new();
     let record_epochs: BTreeSet<u64> = wl.records.iter().map(|r| r.0 / EPOCH).collect();
     let mut by_epoch: BTreeMap<u64, Vec<(u64, u64, TimeRange)>> = BTreeMap::new();
@@ -195,9 +247,12 @@ fn reference(cfg: &IndexConfig, wl: &Workload) -> Reference {
                 continue;
             }
             accepted += 1;
-            let pbf = parts
-                .entry(t / PARTITION)
-                .or_insert_with(|| Pbf2::new(PARTITION, cfg.allocation(), cfg.seed()).unwrap());
+            let pbf = parts.entry(t / PARTITION).or_insert_with(|| {
+                let a = allocations
+                    .get(&(t / PARTITION))
+                    .unwrap_or(cfg.allocation());
+                Pbf2::new(PARTITION, a, cfg.seed()).unwrap()
+            });
             pbf.insert(&key, t % PARTITION).unwrap();
         }
         if record_epochs.contains(&e) {
@@ -310,6 +365,166 @@ fn digests_and_answers_match_the_single_threaded_pbf2_for_1_2_4_threads() {
             last.digest
         );
     }
+}
+
+#[test]
+fn sharded_equals_replicated_and_the_reference_for_1_2_4_threads() {
+    let wl = workload();
+    let refr = reference(&wide(Placement::Replicated), &wl);
+    let replicated = run(
+        timely::Config::process(2),
+        wide(Placement::Replicated),
+        wl.clone(),
+    );
+    check(&replicated, &refr, &wl, 2);
+    for threads in [1, 2, 4] {
+        let out = run(
+            timely::Config::process(threads),
+            wide(Placement::Sharded),
+            wl.clone(),
+        );
+        check(&out, &refr, &wl, threads);
+        check_stats(&out, &refr, threads);
+        assert_eq!(out.answers, replicated.answers);
+        let finals = |o: &Outcome| {
+            o.digests
+                .iter()
+                .map(|d| (d.epoch, d.digest))
+                .collect::<BTreeSet<_>>()
+        };
+        assert_eq!(finals(&out), finals(&replicated));
+        // each worker holds only its share of every level
+        let held: BTreeSet<u64> = out
+            .stats
+            .iter()
+            .filter(|s| s.epoch == 0)
+            .map(|s| s.merged_bits)
+            .collect();
+        let full: u64 = 8 * 16_384;
+        assert!(
+            held.iter()
+                .all(|&b| b <= full.div_ceil(threads as u64) + 4_096),
+            "{held:?}"
+        );
+        println!(
+            "sharded, {threads} thread(s): final digest {:#018x}",
+            out.digests.last().unwrap().digest
+        );
+    }
+}
+
+/// Bits of each level with bits, per partition, as the stats report them (summed over workers'
+/// shards of one epoch).
+fn level_bits(out: &Outcome, epoch: u64) -> Vec<u64> {
+    let mut bits: BTreeMap<u32, u64> = BTreeMap::new();
+    for s in out.stats.iter().filter(|s| s.epoch == epoch) {
+        for l in &s.levels {
+            *bits.entry(l.level).or_default() += l.bits;
+        }
+    }
+    bits.into_values().collect()
+}
+
+#[test]
+fn announced_allocations_are_used_from_the_partition_they_name() {
+    let wl = workload();
+    let announced: BTreeMap<u64, Allocation> = plan().into_iter().collect();
+    let expected = |a: &Allocation, workers: u64| -> Vec<u64> {
+        a.shapes().iter().map(|s| s.bits * workers).collect()
+    };
+    for (placement, threads) in [
+        (Placement::Replicated, 1),
+        (Placement::Replicated, 2),
+        (Placement::Sharded, 2),
+    ] {
+        let cfg = config(placement);
+        let refr = reference_with(&cfg, &wl, &announced);
+        let out = run_with(
+            timely::Config::process(threads),
+            cfg.clone(),
+            wl.clone(),
+            Some(plan()),
+        );
+        check(&out, &refr, &wl, threads);
+        check_stats(&out, &refr, threads);
+        let copies = if placement == Placement::Sharded {
+            1
+        } else {
+            threads as u64
+        };
+        assert_eq!(level_bits(&out, 0), expected(cfg.allocation(), copies));
+        assert_eq!(level_bits(&out, 10), expected(&announced[&1], copies));
+        assert_eq!(level_bits(&out, 20), expected(&announced[&2], copies));
+    }
+    // lagging by one partition: partition 1 keeps the configuration's, partition 2 takes 1's
+    let cfg = builder(Placement::Replicated)
+        .bits(24_000)
+        .hashes(3)
+        .allocation_lag(AllocationLag::Previous)
+        .build()
+        .unwrap();
+    let lagged: BTreeMap<u64, Allocation> = [(2, announced[&1].clone())].into();
+    let out = run_with(
+        timely::Config::process(2),
+        cfg.clone(),
+        wl.clone(),
+        Some(plan()),
+    );
+    check(&out, &reference_with(&cfg, &wl, &lagged), &wl, 2);
+    assert_eq!(level_bits(&out, 10), expected(cfg.allocation(), 2));
+    assert_eq!(level_bits(&out, 20), expected(&announced[&1], 2));
+}
+
+#[test]
+fn records_waiting_for_an_allocation_are_bounded_and_counted() {
+    let cfg = builder(Placement::Replicated)
+        .bits(24_000)
+        .max_buffered(5)
+        .build()
+        .unwrap();
+    let (stats, refused) = timely::execute_directly(move |worker| {
+        let out = Rc::new(RefCell::new(Vec::new()));
+        let o = out.clone();
+        let (mut r_in, mut a_in) = worker.dataflow::<u64, _, _>(|scope| {
+            let (r_in, records) = scope.new_input::<Vec<u64>>();
+            let (_q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
+            let (a_in, allocations) = scope.new_input::<Vec<(u64, Allocation)>>();
+            records
+                .temporal_index_with_allocations(queries, allocations, &cfg)
+                .stats
+                .inspect(move |s| o.borrow_mut().push(s.clone()));
+            (r_in, a_in)
+        });
+        // the allocation stream stays at tick 0 until tick 150: partition 1's records wait
+        let bad = Allocation::uniform(3, 300, 2).unwrap();
+        a_in.send((1, bad));
+        for t in 0..200u64 {
+            r_in.send(t);
+            r_in.send(t + 1_000);
+            r_in.advance_to(t + 1);
+            if t == 150 {
+                a_in.advance_to(t);
+            }
+            worker.step();
+        }
+        drop((r_in, a_in));
+        while worker.step() {}
+        let stats = out.take();
+        let refused: u64 = stats.iter().map(|s| s.local.allocations_refused).sum();
+        (stats, refused)
+    });
+    let full: u64 = stats
+        .iter()
+        .flat_map(|s| s.local.rejected.get(&RejectReason::BufferFull))
+        .sum();
+    let accepted: u64 = stats.iter().map(|s| s.local.records).sum();
+    assert!(full > 0, "the buffer never overflowed");
+    assert_eq!(accepted + full, 400);
+    assert!(accepted >= 5, "the buffer holds 5 records");
+    assert_eq!(
+        refused, 1,
+        "an allocation with the wrong number of levels is refused"
+    );
 }
 
 /// Set in the two child processes of [`two_processes_over_loopback`]: the timely arguments.

@@ -11,11 +11,29 @@ pub enum Placement {
     /// worker and queries are answered where they enter.
     #[default]
     Replicated,
-    /// Each worker owns a range of words of every level; deltas are routed to the owners and a
-    /// query is answered by combining the owners' partial answers. Not implemented yet:
-    /// [`IndexConfigBuilder::build`] refuses it.
+    /// Each worker owns a block-aligned range of words of every level
+    /// ([`crate::delta::shard_words`]); deltas are routed to the owners, a query is sent to every
+    /// owner and answered by ANDing their per-probe answers, and owners exchange block hashes so
+    /// every worker emits the replicated placement's digest.
     Sharded,
 }
+
+/// Which allocation a partition uses when the index receives an allocation stream
+/// ([`crate::TemporalIndex::temporal_index_with_allocations`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum AllocationLag {
+    /// Partition p uses the allocation announced for p; its records wait (up to
+    /// [`IndexConfig::max_buffered`]) until the allocation stream's frontier passes p's start
+    /// tick. Without an announcement for p, the configuration's allocation is used.
+    #[default]
+    Wait,
+    /// Partition p uses the allocation announced for p − 1 (the configuration's when none was),
+    /// which has normally arrived by the time p's records do, so nothing waits.
+    Previous,
+}
+
+/// Records buffered per worker by default ([`IndexConfigBuilder::max_buffered`]).
+pub const DEFAULT_MAX_BUFFERED: u64 = 1 << 22;
 
 /// A validated index configuration (build one with [`IndexConfig::builder`]).
 ///
@@ -31,6 +49,9 @@ pub struct IndexConfig {
     allocation: Allocation,
     seed: u64,
     placement: Placement,
+    digest: bool,
+    max_buffered: u64,
+    allocation_lag: AllocationLag,
 }
 
 impl IndexConfig {
@@ -90,6 +111,39 @@ impl IndexConfig {
         self.placement
     }
 
+    /// Whether workers compute and emit the merged state's digest after every epoch.
+    pub fn digest(&self) -> bool {
+        self.digest
+    }
+
+    /// The most records a worker's local index holds back (records of later epochs, and records
+    /// waiting for their partition's allocation); records beyond it are rejected with
+    /// [`crate::stats::RejectReason::BufferFull`].
+    pub fn max_buffered(&self) -> u64 {
+        self.max_buffered
+    }
+
+    /// Which announced allocation a partition uses.
+    pub fn allocation_lag(&self) -> AllocationLag {
+        self.allocation_lag
+    }
+
+    /// The first tick of partition `p` (saturating).
+    pub fn partition_start(&self, p: u64) -> Tick {
+        p.saturating_mul(self.partition_len)
+    }
+
+    /// True when `allocation` fits a partition: one shape per level, each level's words indexable
+    /// by `u32`, and shapes a PBF-2 accepts.
+    pub fn fits(&self, allocation: &Allocation) -> bool {
+        allocation.shapes().len() == self.allocation.shapes().len()
+            && allocation
+                .shapes()
+                .iter()
+                .all(|s| s.bits / 64 <= u64::from(u32::MAX))
+            && Pbf2::new(self.partition_len, allocation, self.seed).is_ok()
+    }
+
     /// The epoch holding tick `t`.
     pub fn epoch_of(&self, t: Tick) -> u64 {
         t / self.epoch_len
@@ -137,6 +191,9 @@ pub struct IndexConfigBuilder {
     allocation: Option<Allocation>,
     seed: u64,
     placement: Placement,
+    digest: Option<bool>,
+    max_buffered: Option<u64>,
+    allocation_lag: AllocationLag,
 }
 
 /// Hash functions per level when neither [`IndexConfigBuilder::hashes`] nor an allocation is
@@ -190,6 +247,25 @@ impl IndexConfigBuilder {
     /// Where the merged state lives (default [`Placement::Replicated`]).
     pub fn placement(mut self, placement: Placement) -> Self {
         self.placement = placement;
+        self
+    }
+
+    /// Whether to compute the merged state's digest after every epoch (default on; it costs a
+    /// hash of every block an epoch changes).
+    pub fn digest(mut self, on: bool) -> Self {
+        self.digest = Some(on);
+        self
+    }
+
+    /// The most records a worker holds back (default [`DEFAULT_MAX_BUFFERED`], at least 1).
+    pub fn max_buffered(mut self, records: u64) -> Self {
+        self.max_buffered = Some(records);
+        self
+    }
+
+    /// Which announced allocation a partition uses (default [`AllocationLag::Wait`]).
+    pub fn allocation_lag(mut self, lag: AllocationLag) -> Self {
+        self.allocation_lag = lag;
         self
     }
 
@@ -270,11 +346,9 @@ impl IndexConfigBuilder {
                 ),
             ));
         }
-        if self.placement == Placement::Sharded {
-            return Err(Error::config(
-                "placement",
-                "the sharded placement is not implemented yet; use Replicated",
-            ));
+        let max_buffered = self.max_buffered.unwrap_or(DEFAULT_MAX_BUFFERED);
+        if max_buffered == 0 {
+            return Err(Error::config("max_buffered", "must be at least 1 record"));
         }
         Ok(IndexConfig {
             epoch_len,
@@ -283,6 +357,9 @@ impl IndexConfigBuilder {
             allocation,
             seed: self.seed,
             placement: self.placement,
+            digest: self.digest.unwrap_or(true),
+            max_buffered,
+            allocation_lag: self.allocation_lag,
         })
     }
 }
@@ -325,6 +402,10 @@ mod tests {
         );
         assert_eq!(c.epoch_last(u64::MAX), u64::MAX);
         assert_eq!(c.new_partition().levels(), 8);
+        assert!(c.digest());
+        assert_eq!(c.partition_start(2), 200);
+        assert!(c.fits(c.allocation()));
+        assert!(!c.fits(&Allocation::uniform(3, 300, 2).unwrap()));
     }
 
     #[test]
@@ -341,7 +422,8 @@ mod tests {
         refused(base().partition_len(0), "partition_len");
         refused(base().epoch_len(7), "epoch_len");
         refused(base().partitions(0), "partitions");
-        refused(base().placement(Placement::Sharded), "placement");
+        refused(base().max_buffered(0), "max_buffered");
+        assert!(base().placement(Placement::Sharded).build().is_ok());
         refused(base().partitions(u64::MAX), "partitions");
         refused(IndexConfig::builder().epoch_len(1).partition_len(8), "bits");
         refused(base().bits(0), "bits");

@@ -1,21 +1,49 @@
 //! Deltas: the words of a level that changed during one epoch, and the shipments carrying them.
 
 use crate::stats::LocalStats;
+use chronobloom_core::temporal::Allocation;
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
 /// Words per digest block ([`crate::digest`]).
-pub const BLOCK_WORDS: usize = 1024;
+pub const BLOCK_WORDS: usize = 64;
+
+/// The words of a level of `words` words that worker `me` of `peers` holds in the sharded
+/// placement: a contiguous range of whole [`BLOCK_WORDS`]-word blocks (every word when `peers` ≤
+/// 1).
+///
+/// ```
+/// use chronobloom_operators::delta::shard_words;
+/// assert_eq!(shard_words(300, 0, 2), 0..128);
+/// assert_eq!(shard_words(300, 1, 2), 128..300);
+/// assert_eq!(shard_words(300, 0, 1), 0..300);
+/// ```
+pub fn shard_words(words: usize, me: usize, peers: usize) -> Range<usize> {
+    let peers = peers.max(1);
+    let blocks = words.div_ceil(BLOCK_WORDS);
+    let at = |w: usize| (blocks * w / peers * BLOCK_WORDS).min(words);
+    at(me.min(peers))..at((me + 1).min(peers))
+}
 
 /// Bytes one sparse entry costs on the wire: a `u32` index and a `u64` word.
 const SPARSE_ENTRY_BYTES: u64 = 12;
 
-/// Changed words of one level, in whichever encoding is smaller.
+/// Changed words of one level, in whichever encoding is smallest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DeltaWords {
-    /// `(word index, word)` pairs, indices ascending.
+    /// `(word index, word)` pairs, indices ascending: 12 bytes a word.
     Sparse(Vec<(u32, u64)>),
-    /// Every word of `first..first + words.len()`.
+    /// The words whose bit is set in `present` (bit `j` stands for word `first + j`): one bit
+    /// per word of the range plus 8 bytes a changed word.
+    Bitmap {
+        /// Index of the word bit 0 of `present` stands for.
+        first: u32,
+        /// Which words of the range are carried.
+        present: Vec<u64>,
+        /// The carried words, ascending.
+        words: Vec<u64>,
+    },
+    /// Every word of `first..first + words.len()`: 8 bytes a word of the range.
     Dense {
         /// Index of the first word.
         first: u32,
@@ -26,8 +54,8 @@ pub enum DeltaWords {
 
 impl DeltaWords {
     /// Encodes the words of `level_words` whose indices are in `changed` (ascending) and inside
-    /// `range`: sparse when 12 bytes per changed word is less than 8 bytes per word of `range`,
-    /// dense otherwise. `None` when no changed word falls in `range`.
+    /// `range`, sparse, as a bitmap or dense, whichever has the fewest bytes ([`Self::wire_bytes`]).
+    /// `None` when no changed word falls in `range`.
     pub fn encode(changed: &[u32], level_words: &[u64], range: Range<usize>) -> Option<Self> {
         let lo = changed.partition_point(|&i| (i as usize) < range.start);
         let hi = changed.partition_point(|&i| (i as usize) < range.end);
@@ -35,15 +63,31 @@ impl DeltaWords {
         if inside.is_empty() {
             return None;
         }
-        let sparse_bytes = inside.len() as u64 * SPARSE_ENTRY_BYTES;
-        let dense_bytes = range.len() as u64 * 8;
-        Some(if sparse_bytes <= dense_bytes {
+        let c = inside.len() as u64;
+        let n = range.len() as u64;
+        let sparse_bytes = c * SPARSE_ENTRY_BYTES;
+        let bitmap_bytes = n.div_ceil(64) * 8 + c * 8;
+        let dense_bytes = n * 8;
+        Some(if sparse_bytes <= bitmap_bytes.min(dense_bytes) {
             DeltaWords::Sparse(
                 inside
                     .iter()
                     .map(|&i| (i, level_words[i as usize]))
                     .collect(),
             )
+        } else if bitmap_bytes < dense_bytes {
+            let mut present = vec![0u64; range.len().div_ceil(64)];
+            let mut words = Vec::with_capacity(inside.len());
+            for &i in inside {
+                let j = i as usize - range.start;
+                present[j / 64] |= 1 << (j % 64);
+                words.push(level_words[i as usize]);
+            }
+            DeltaWords::Bitmap {
+                first: range.start as u32,
+                present,
+                words,
+            }
         } else {
             DeltaWords::Dense {
                 first: range.start as u32,
@@ -52,18 +96,49 @@ impl DeltaWords {
         })
     }
 
-    /// The payload size in bytes (12 per sparse entry, 8 per dense word).
+    /// The payload size in bytes (12 per sparse entry; 8 per bitmap word and carried word; 8
+    /// per dense word).
     pub fn wire_bytes(&self) -> u64 {
         match self {
             DeltaWords::Sparse(v) => v.len() as u64 * SPARSE_ENTRY_BYTES,
+            DeltaWords::Bitmap { present, words, .. } => (present.len() + words.len()) as u64 * 8,
             DeltaWords::Dense { words, .. } => words.len() as u64 * 8,
         }
     }
 
-    /// Calls `f(index, word)` for every word carried.
+    /// Number of words carried.
+    pub fn len(&self) -> usize {
+        match self {
+            DeltaWords::Sparse(v) => v.len(),
+            DeltaWords::Bitmap { words, .. } | DeltaWords::Dense { words, .. } => words.len(),
+        }
+    }
+
+    /// True when no word is carried.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Calls `f(index, word)` for every word carried, ascending.
     pub fn for_each(&self, mut f: impl FnMut(usize, u64)) {
         match self {
             DeltaWords::Sparse(v) => v.iter().for_each(|&(i, w)| f(i as usize, w)),
+            DeltaWords::Bitmap {
+                first,
+                present,
+                words,
+            } => {
+                let mut it = words.iter();
+                for (pi, &bits) in present.iter().enumerate() {
+                    let mut rest = bits;
+                    while rest != 0 {
+                        let j = pi * 64 + rest.trailing_zeros() as usize;
+                        rest &= rest - 1;
+                        let Some(&w) = it.next() else { return };
+                        f(*first as usize + j, w);
+                    }
+                }
+            }
             DeltaWords::Dense { first, words } => words
                 .iter()
                 .enumerate()
@@ -98,14 +173,26 @@ pub struct Shipment {
     pub dest: u32,
     /// Changed words per level.
     pub deltas: Vec<LevelDelta>,
+    /// The partition this epoch belongs to and its allocation, on the sender's first shipment
+    /// of a partition: the receiver creates the partition with it.
+    pub announce: Option<(u64, Allocation)>,
     /// The sender's own epoch statistics, on the shipment it sends itself.
     pub local: Option<LocalStats>,
 }
 
 impl Shipment {
-    /// The payload size in bytes of all deltas.
+    /// The payload size in bytes of all deltas and the announced allocation (12 bytes a level).
     pub fn wire_bytes(&self) -> u64 {
-        self.deltas.iter().map(|d| d.words.wire_bytes()).sum()
+        let announce = self
+            .announce
+            .as_ref()
+            .map_or(0, |(_, a)| 8 + 12 * a.shapes().len() as u64);
+        announce
+            + self
+                .deltas
+                .iter()
+                .map(|d| d.words.wire_bytes())
+                .sum::<u64>()
     }
 }
 
@@ -115,14 +202,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sparse_or_dense_whichever_is_smaller() {
+    fn sparse_bitmap_or_dense_whichever_is_smallest() {
         let words: Vec<u64> = (0..10).collect();
         let few = DeltaWords::encode(&[2, 7], &words, 0..10).unwrap();
         assert_eq!(few, DeltaWords::Sparse(vec![(2, 2), (7, 7)]));
         assert_eq!(few.wire_bytes(), 24);
         let many = DeltaWords::encode(&[0, 1, 2, 3, 4, 5, 6, 7], &words, 0..10).unwrap();
-        assert!(matches!(many, DeltaWords::Dense { first: 0, .. }));
-        assert_eq!(many.wire_bytes(), 80);
+        assert!(matches!(many, DeltaWords::Bitmap { first: 0, .. }));
+        assert_eq!(many.wire_bytes(), 72);
+        let all: Vec<u32> = (0..10).collect();
+        let all = DeltaWords::encode(&all, &words, 0..10).unwrap();
+        assert!(matches!(all, DeltaWords::Dense { first: 0, .. }));
+        assert_eq!(all.wire_bytes(), 80);
+        let big: Vec<u64> = (0..1000).collect();
+        let changed: Vec<u32> = (0..1000).step_by(3).collect();
+        let bitmap = DeltaWords::encode(&changed, &big, 0..1000).unwrap();
+        assert!(matches!(bitmap, DeltaWords::Bitmap { first: 0, .. }));
+        assert_eq!(bitmap.wire_bytes(), 16 * 8 + 334 * 8);
+        assert_eq!(bitmap.len(), 334);
+        let mut got = vec![];
+        bitmap.for_each(|i, w| got.push((i as u32, w)));
+        let want: Vec<(u32, u64)> = changed.iter().map(|&i| (i, u64::from(i))).collect();
+        assert_eq!(got, want);
         assert_eq!(DeltaWords::encode(&[2, 7], &words, 3..7), None);
         let mut seen = vec![];
         DeltaWords::encode(&[3, 4, 5], &words, 3..6)

@@ -11,13 +11,15 @@
 //!   each) of every partition that holds a filter, ascending. A partition no record reached holds
 //!   none.
 //!
-//! Blocks let a worker holding only whole blocks of a level (a shard) hash its part.
+//! Blocks let a worker holding only whole blocks of a level (a shard) hash its part: in the sharded
+//! placement owners send their changed block hashes ([`DigestUpdate`]) and every worker combines
+//! them into the same digest as the replicated placement's.
 
 use crate::delta::BLOCK_WORDS;
 use chronobloom_core::bloom::Filter;
-use chronobloom_core::temporal::Pbf2;
+use chronobloom_core::temporal::{Allocation, Pbf2};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
 
 /// The merged state's digest after an epoch, as one worker sees it.
@@ -31,10 +33,14 @@ pub struct EpochDigest {
     pub digest: u64,
 }
 
-/// The hash of one block of words.
+/// The hash of one block of words (at most [`BLOCK_WORDS`]; longer input is cut).
 pub fn block_hash(words: &[u64]) -> u64 {
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    xxh3_64(&bytes)
+    let mut bytes = [0u8; BLOCK_WORDS * 8];
+    let n = words.len().min(BLOCK_WORDS);
+    for (chunk, w) in bytes.chunks_exact_mut(8).zip(&words[..n]) {
+        chunk.copy_from_slice(&w.to_le_bytes());
+    }
+    xxh3_64(&bytes[..n * 8])
 }
 
 /// The block hashes of a run of words starting on a block boundary.
@@ -101,49 +107,81 @@ pub fn state_digest<'a>(partitions: impl IntoIterator<Item = (u64, &'a Pbf2)>) -
     )
 }
 
-/// Block hashes of every partition of a merged state, refreshed block by block as deltas land,
-/// so a digest after each epoch costs the blocks the epoch changed, not the whole state.
-#[derive(Debug, Default)]
-pub(crate) struct DigestCache {
-    /// Partition → level → block hashes (empty for a level without bits).
-    blocks: BTreeMap<u64, Vec<Vec<u64>>>,
+/// A held block's new hash after an epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockUpdate {
+    /// The partition.
+    pub partition: u64,
+    /// The level.
+    pub level: u32,
+    /// The block's index in the level.
+    pub block: u32,
+    /// The block's hash.
+    pub hash: u64,
 }
 
-impl DigestCache {
-    /// Rehashes the `touched` (level, block) pairs of partition `p` (every block the first time
-    /// the partition is seen).
-    pub(crate) fn refresh(&mut self, p: u64, pbf: &Pbf2, touched: &BTreeSet<(u32, usize)>) {
-        let hashes = |l: u32| {
-            pbf.level(l)
-                .map_or_else(Vec::new, |f| block_hashes(f.bits().words()).collect())
-        };
-        let Some(levels) = self.blocks.get_mut(&p) else {
-            self.blocks
-                .insert(p, (0..pbf.levels()).map(hashes).collect());
-            return;
-        };
-        for &(l, b) in touched {
-            let (Some(f), Some(slot)) = (pbf.level(l), levels.get_mut(l as usize)) else {
-                continue;
-            };
-            let words = f.bits().words();
-            let start = b * BLOCK_WORDS;
-            if let (Some(h), Some(chunk)) = (slot.get_mut(b), words.get(start..)) {
-                *h = block_hash(&chunk[..chunk.len().min(BLOCK_WORDS)]);
+/// What one worker's merge sends for one epoch in the sharded placement: the partitions it
+/// learned of and the hashes of its blocks that changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DigestUpdate {
+    /// The merged epoch.
+    pub epoch: u64,
+    /// Partitions created, with their allocations.
+    pub partitions: Vec<(u64, Allocation)>,
+    /// Changed block hashes.
+    pub blocks: Vec<BlockUpdate>,
+}
+
+/// Every block hash of a merged state, refreshed block by block, so a digest after each epoch
+/// costs the blocks the epoch changed plus one pass over the block hashes.
+#[derive(Debug, Default)]
+pub(crate) struct DigestTable {
+    /// Partition → level → (bit length, block hashes).
+    blocks: BTreeMap<u64, Vec<(u64, Vec<u64>)>>,
+}
+
+impl DigestTable {
+    /// Adds a partition with every block zero (owners then send the blocks they hold).
+    pub(crate) fn announce(&mut self, p: u64, allocation: &Allocation) {
+        self.blocks.entry(p).or_insert_with(|| {
+            allocation
+                .shapes()
+                .iter()
+                .map(|s| {
+                    let words = s.bits.div_ceil(64) as usize;
+                    let hashes = (0..words.div_ceil(BLOCK_WORDS))
+                        .map(|b| block_hash(&ZEROS[..(words - b * BLOCK_WORDS).min(BLOCK_WORDS)]))
+                        .collect();
+                    (s.bits, hashes)
+                })
+                .collect()
+        });
+    }
+
+    /// Stores block hashes; blocks of unknown partitions or outside a level are ignored.
+    pub(crate) fn update(&mut self, blocks: &[BlockUpdate]) {
+        for u in blocks {
+            if let Some(h) = self
+                .blocks
+                .get_mut(&u.partition)
+                .and_then(|l| l.get_mut(u.level as usize))
+                .and_then(|(_, b)| b.get_mut(u.block as usize))
+            {
+                *h = u.hash;
             }
         }
     }
 
-    /// The state digest of the partitions seen so far, given each partition's PBF-2 for the
-    /// level bit lengths.
-    pub(crate) fn digest<'a>(&self, pbf: impl Fn(u64) -> Option<&'a Pbf2>) -> u64 {
-        combine_partitions(self.blocks.iter().filter_map(|(&p, levels)| {
-            let f = pbf(p)?;
-            let d = combine_levels(levels.iter().enumerate().map(|(l, blocks)| {
-                let bits = f.level(l as u32).map_or(0, |x| x.bit_len());
-                level_digest(l as u32, bits, blocks.iter().copied())
-            }));
-            Some((p, d))
+    /// The state digest.
+    pub(crate) fn digest(&self) -> u64 {
+        combine_partitions(self.blocks.iter().map(|(&p, levels)| {
+            let d =
+                combine_levels(levels.iter().enumerate().map(|(l, (bits, blocks))| {
+                    level_digest(l as u32, *bits, blocks.iter().copied())
+                }));
+            (p, d)
         }))
     }
 }
+
+static ZEROS: [u64; BLOCK_WORDS] = [0; BLOCK_WORDS];

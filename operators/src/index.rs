@@ -1,14 +1,17 @@
 //! The local index operator: each worker's own per-partition PBF-2s, and their deltas at epoch
 //! close.
 
-use crate::config::IndexConfig;
-use crate::delta::{DeltaWords, LevelDelta, Shipment};
+use crate::config::{AllocationLag, IndexConfig, Placement};
+use crate::delta::{shard_words, DeltaWords, LevelDelta, Shipment};
 use crate::stats::{LocalStats, RejectReason};
 use chronobloom_core::hash::{Key, KeyHash};
-use chronobloom_core::temporal::{Pbf2, TemporalFilter, Tick};
+use chronobloom_core::temporal::{Allocation, Pbf2, TemporalFilter, Tick};
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::generic::operator::empty;
 use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::vec::Broadcast;
 use timely::dataflow::operators::Capability;
 use timely::dataflow::StreamVec;
 
@@ -18,8 +21,9 @@ use timely::dataflow::StreamVec;
 /// A record is a key; its tick is its **dataflow timestamp** (`u64` ticks, identity mapping; a
 /// batch's records take the batch's least time). The epoch closes when the input frontier passes
 /// its last tick; the worker then sends every worker a [`Shipment`] stamped with the epoch's last
-/// tick: the changed words of every level, each level sparse or dense, whichever is smaller
-/// ([`crate::Placement::Replicated`]). Records of later epochs wait in a buffer until their epoch is the earliest open one,
+/// tick: the changed words of every level (all of them to every worker when replicated, each
+/// worker's owned range when sharded), each level sparse, bitmap or dense, whichever is smallest.
+/// Records of later epochs wait in a buffer until their epoch is the earliest open one,
 /// so a delta holds exactly its epoch's records. Records at or past the horizon are counted, not
 /// indexed.
 ///
@@ -52,19 +56,67 @@ use timely::dataflow::StreamVec;
 /// ```
 pub trait LocalIndex<'scope> {
     /// Indexes this stream's records and emits one shipment per destination worker per epoch
-    /// with records.
+    /// with records; every partition uses the configuration's allocation.
     fn local_index(self, config: &IndexConfig) -> StreamVec<'scope, u64, Shipment>;
+
+    /// As [`Self::local_index`], with per-partition allocations announced on `allocations` as
+    /// `(partition, allocation)` records stamped with the partition's start tick (or earlier).
+    ///
+    /// Announcements are broadcast to every worker. Which announcement a partition uses is set
+    /// by [`crate::config::AllocationLag`]; records wait for it in the bounded buffer
+    /// ([`IndexConfig::max_buffered`], overflow rejected and counted). Announcements that do not
+    /// fit the configuration, name a partition past the horizon or are stamped after the
+    /// partition's start are refused and counted ([`crate::stats::LocalStats`]); of several for
+    /// one partition the smallest (by level shapes) is used, so every worker picks the same.
+    fn local_index_with_allocations(
+        self,
+        allocations: StreamVec<'scope, u64, (u64, Allocation)>,
+        config: &IndexConfig,
+    ) -> StreamVec<'scope, u64, Shipment>;
 }
 
 impl<'scope, K: Key + 'static> LocalIndex<'scope> for StreamVec<'scope, u64, K> {
     fn local_index(self, config: &IndexConfig) -> StreamVec<'scope, u64, Shipment> {
-        let scope = self.scope();
-        let mut state = LocalState::new(config.clone(), scope.index(), scope.peers());
-        self.unary_frontier(Pipeline, "LocalIndex", move |default_cap, _info| {
+        let none = empty(self.scope());
+        build(self, none, config, false)
+    }
+
+    fn local_index_with_allocations(
+        self,
+        allocations: StreamVec<'scope, u64, (u64, Allocation)>,
+        config: &IndexConfig,
+    ) -> StreamVec<'scope, u64, Shipment> {
+        build(self, allocations.broadcast(), config, true)
+    }
+}
+
+fn build<'scope, K: Key + 'static>(
+    records: StreamVec<'scope, u64, K>,
+    allocations: StreamVec<'scope, u64, (u64, Allocation)>,
+    config: &IndexConfig,
+    announced: bool,
+) -> StreamVec<'scope, u64, Shipment> {
+    let scope = records.scope();
+    let mut state = LocalState::new(config.clone(), scope.index(), scope.peers(), announced);
+    records.binary_frontier(
+        allocations,
+        Pipeline,
+        Pipeline,
+        "LocalIndex",
+        move |default_cap, _info| {
             // Capabilities are taken per epoch from the data; time 0 must not be held.
             drop(default_cap);
-            move |(input, frontier), output| {
+            move |(input, frontier), (a_input, a_frontier), output| {
                 let port = output.output_index();
+                a_input.for_each_stamp(|cap, data| {
+                    let Some(&t) = cap.least() else { return };
+                    for batch in data {
+                        for (p, a) in batch.drain(..) {
+                            state.announce(t, p, a);
+                        }
+                    }
+                });
+                state.alloc_head = Some(a_frontier.frontier().as_option().copied());
                 let head = frontier.frontier().as_option().copied();
                 for (cap, shipments) in state.close_before(head) {
                     output.session(&cap).give_iterator(shipments.into_iter());
@@ -75,20 +127,19 @@ impl<'scope, K: Key + 'static> LocalIndex<'scope> for StreamVec<'scope, u64, K> 
                     let last = state.config.epoch_last(e);
                     state.open_epoch(e, || cap.delayed(&last, port));
                     for batch in data {
-                        for key in batch.drain(..) {
-                            state.insert(e, t, &key);
-                        }
+                        state.insert_batch(e, t, batch);
                     }
                 });
             }
-        })
-    }
+        },
+    )
 }
 
 /// An epoch with records that has not closed yet.
 struct OpenEpoch {
     cap: Capability<u64>,
-    /// Records waiting for their epoch to become the earliest open one.
+    /// Records held back: of an epoch that is not the earliest open one, or whose partition's
+    /// allocation is not known yet.
     buffer: Vec<(KeyHash, Tick)>,
     stats: LocalStats,
 }
@@ -98,23 +149,98 @@ struct LocalState {
     config: IndexConfig,
     me: usize,
     peers: usize,
-    /// The earliest open epoch: its records go straight into the filters.
+    /// Whether partitions take announced allocations.
+    announced: bool,
+    /// The epoch holding the records input's frontier (`None` once it is empty).
     head: Option<u64>,
+    /// The allocation input's frontier: `None` before the first call, `Some(None)` once empty.
+    alloc_head: Option<Option<Tick>>,
     /// Per-partition filters with dirty tracking on every level.
     filters: BTreeMap<u64, Pbf2>,
     open: BTreeMap<u64, OpenEpoch>,
+    /// Valid announcements by partition, the smallest kept.
+    announcements: BTreeMap<u64, Allocation>,
+    /// The allocation each partition uses, once known.
+    resolved: BTreeMap<u64, Allocation>,
+    /// The last partition announced to the merge.
+    shipped: Option<u64>,
+    /// Records held back in all open epochs.
+    buffered: u64,
+    /// Refused announcements not reported yet.
+    refused: u64,
 }
 
 impl LocalState {
-    fn new(config: IndexConfig, me: usize, peers: usize) -> Self {
+    fn new(config: IndexConfig, me: usize, peers: usize, announced: bool) -> Self {
         LocalState {
             config,
             me,
             peers,
+            announced,
             head: None,
+            alloc_head: None,
             filters: BTreeMap::new(),
             open: BTreeMap::new(),
+            announcements: BTreeMap::new(),
+            resolved: BTreeMap::new(),
+            shipped: None,
+            buffered: 0,
+            refused: 0,
         }
+    }
+
+    /// Records an announcement stamped `t` for partition `p`.
+    fn announce(&mut self, t: Tick, p: u64, a: Allocation) {
+        let valid = p < self.config.partitions()
+            && t <= self.config.partition_start(p)
+            && self.config.fits(&a);
+        if !valid {
+            self.refused += 1;
+            return;
+        }
+        let key = |a: &Allocation| {
+            a.shapes()
+                .iter()
+                .map(|s| (s.bits, s.hashes))
+                .collect::<Vec<_>>()
+        };
+        match self.announcements.entry(p) {
+            Entry::Vacant(v) => {
+                v.insert(a);
+            }
+            Entry::Occupied(mut o) => {
+                if key(&a) < key(o.get()) {
+                    o.insert(a);
+                }
+            }
+        }
+    }
+
+    /// The allocation partition `p` uses, once no announcement that decides it can arrive.
+    fn resolve(&mut self, p: u64) -> Option<&Allocation> {
+        if !self.resolved.contains_key(&p) {
+            let decided_by = match self.config.allocation_lag() {
+                _ if !self.announced => None,
+                AllocationLag::Wait => Some(p),
+                AllocationLag::Previous => p.checked_sub(1),
+            };
+            let chosen = match decided_by {
+                None => self.config.allocation().clone(),
+                Some(q) => {
+                    let start = self.config.partition_start(q);
+                    let passed = self.alloc_head.is_some_and(|h| h.is_none_or(|h| h > start));
+                    if !passed {
+                        return None;
+                    }
+                    self.announcements
+                        .get(&q)
+                        .cloned()
+                        .unwrap_or_else(|| self.config.allocation().clone())
+                }
+            };
+            self.resolved.insert(p, chosen);
+        }
+        self.resolved.get(&p)
     }
 
     fn open_epoch(&mut self, e: u64, cap: impl FnOnce() -> Capability<u64>) {
@@ -125,68 +251,163 @@ impl LocalState {
         });
     }
 
-    /// Records `key` at tick `t` of the open epoch `e`.
-    fn insert<K: Key + ?Sized>(&mut self, e: u64, t: Tick, key: &K) {
-        let hash = KeyHash::of(key, self.config.seed());
-        let direct = self.head == Some(e);
+    /// Records a batch of keys at tick `t` of the open epoch `e`: straight into the filter when
+    /// `e` is the earliest open epoch, holds the frontier and its partition's allocation is
+    /// known; held back otherwise.
+    fn insert_batch<K: Key>(&mut self, e: u64, t: Tick, batch: &mut Vec<K>) {
+        let n = batch.len() as u64;
+        if t >= self.config.horizon() {
+            if let Some(epoch) = self.open.get_mut(&e) {
+                *epoch
+                    .stats
+                    .rejected
+                    .entry(RejectReason::BeyondHorizon)
+                    .or_default() += n;
+            }
+            batch.clear();
+            return;
+        }
+        let p = t / self.config.partition_len();
+        let direct = self.head == Some(e)
+            && self.open.keys().next() == Some(&e)
+            && self.resolve(p).is_some();
+        let seed = self.config.seed();
+        if direct {
+            let local = t % self.config.partition_len();
+            let inserted = match self.filter(p) {
+                Some(pbf) => {
+                    for key in batch.drain(..) {
+                        // The local tick is below the partition length, the PBF-2's horizon.
+                        let _ = pbf.insert_hash(KeyHash::of(&key, seed), local);
+                    }
+                    n
+                }
+                None => 0,
+            };
+            batch.clear();
+            if let Some(epoch) = self.open.get_mut(&e) {
+                epoch.stats.records += inserted;
+                if inserted < n {
+                    *epoch
+                        .stats
+                        .rejected
+                        .entry(RejectReason::BadAllocation)
+                        .or_default() += n;
+                }
+            }
+            return;
+        }
         let Some(epoch) = self.open.get_mut(&e) else {
+            batch.clear();
             return;
         };
-        if t >= self.config.horizon() {
+        let room = self
+            .config
+            .max_buffered()
+            .saturating_sub(self.buffered)
+            .min(n);
+        for key in batch.drain(..).take(room as usize) {
+            epoch.buffer.push((KeyHash::of(&key, seed), t));
+        }
+        batch.clear();
+        self.buffered += room;
+        epoch.stats.records += room;
+        if room < n {
             *epoch
                 .stats
                 .rejected
-                .entry(RejectReason::BeyondHorizon)
-                .or_default() += 1;
-            return;
-        }
-        epoch.stats.records += 1;
-        if direct {
-            insert_tracked(&mut self.filters, &self.config, hash, t);
-        } else {
-            epoch.buffer.push((hash, t));
+                .entry(RejectReason::BufferFull)
+                .or_default() += n - room;
         }
     }
 
     /// Closes every open epoch before the one holding `head` (all of them when the frontier is
-    /// empty), in order, and makes `head`'s epoch the one records go straight into the filters.
+    /// empty), in order, stopping at one whose partition's allocation is not known yet; then
+    /// lets the head epoch's records go straight into the filters when it is the earliest open
+    /// one.
     fn close_before(&mut self, head: Option<Tick>) -> Vec<(Capability<u64>, Vec<Shipment>)> {
         let head_epoch = head.map(|t| self.config.epoch_of(t));
+        self.head = head_epoch;
         let mut out = Vec::new();
-        while let Some(entry) = self.open.first_entry() {
-            if head_epoch.is_some_and(|h| *entry.key() >= h) {
+        while let Some(&e) = self.open.keys().next() {
+            if head_epoch.is_some_and(|h| e >= h) {
                 break;
             }
-            let (e, epoch) = entry.remove_entry();
-            out.push(self.flush(e, epoch));
-        }
-        match head_epoch {
-            Some(h) if self.head != Some(h) => {
-                self.head = Some(h);
-                if let Some(epoch) = self.open.get_mut(&h) {
-                    for (hash, t) in std::mem::take(&mut epoch.buffer) {
-                        insert_tracked(&mut self.filters, &self.config, hash, t);
-                    }
-                }
-                // No record can reach a partition before the head's any more.
-                let p = self.config.partition_of_epoch(h);
-                self.filters = self.filters.split_off(&p);
+            let p = self.config.partition_of_epoch(e);
+            if p < self.config.partitions() && self.resolve(p).is_none() {
+                break;
             }
-            Some(_) => {}
+            if let Some(epoch) = self.open.remove(&e) {
+                out.push(self.flush(e, epoch));
+            }
+        }
+        if let Some(h) = head_epoch.filter(|h| self.open.keys().next() == Some(h)) {
+            let p = self.config.partition_of_epoch(h);
+            if p < self.config.partitions() && self.resolve(p).is_some() {
+                self.drain_buffer(h);
+            }
+        }
+        // No record can reach a partition before the earliest open epoch's (or the head's).
+        match self.open.keys().next().copied().or(head_epoch) {
+            Some(e) => {
+                let p = self.config.partition_of_epoch(e);
+                self.filters = self.filters.split_off(&p);
+                let keep = p.saturating_sub(1);
+                self.resolved = self.resolved.split_off(&keep);
+                self.announcements = self.announcements.split_off(&keep);
+            }
             None => self.filters.clear(),
         }
         out
     }
 
-    /// Inserts the epoch's buffered records, drains the changed words of its partition and builds
-    /// one shipment per destination.
-    fn flush(&mut self, e: u64, mut epoch: OpenEpoch) -> (Capability<u64>, Vec<Shipment>) {
-        for (hash, t) in std::mem::take(&mut epoch.buffer) {
-            insert_tracked(&mut self.filters, &self.config, hash, t);
+    /// Inserts epoch `e`'s held-back records (its partition's allocation is known).
+    fn drain_buffer(&mut self, e: u64) {
+        let Some(buffer) = self.open.get_mut(&e).map(|o| std::mem::take(&mut o.buffer)) else {
+            return;
+        };
+        let failed = self.insert_buffered(buffer);
+        if let Some(epoch) = self.open.get_mut(&e) {
+            count_failed(&mut epoch.stats, failed);
         }
+    }
+
+    /// Inserts held-back records; returns how many found no filter.
+    fn insert_buffered(&mut self, buffer: Vec<(KeyHash, Tick)>) -> u64 {
+        self.buffered -= buffer.len() as u64;
+        let len = self.config.partition_len();
+        let mut failed = 0;
+        for (hash, t) in buffer {
+            match self.filter(t / len) {
+                Some(pbf) => {
+                    let _ = pbf.insert_hash(hash, t % len);
+                }
+                None => failed += 1,
+            }
+        }
+        failed
+    }
+
+    /// Inserts the epoch's held-back records, drains the changed words of its partition and
+    /// builds one shipment per destination: every changed word for every worker when
+    /// replicated, the words each worker owns when sharded.
+    fn flush(&mut self, e: u64, epoch: OpenEpoch) -> (Capability<u64>, Vec<Shipment>) {
+        let OpenEpoch {
+            cap,
+            buffer,
+            mut stats,
+        } = epoch;
+        let failed = self.insert_buffered(buffer);
+        count_failed(&mut stats, failed);
         let p = self.config.partition_of_epoch(e);
+        let sharded = self.config.placement() == Placement::Sharded;
         let mut per_dest: Vec<Vec<LevelDelta>> = vec![Vec::new(); self.peers];
+        let mut announce = None;
         if let Some(pbf) = self.filters.get_mut(&p) {
+            if self.shipped.is_none_or(|s| s < p) {
+                self.shipped = Some(p);
+                announce = Some((p, pbf.allocation()));
+            }
             for level in 0..pbf.levels() {
                 let Some(f) = pbf.level_mut(level) else {
                     continue;
@@ -197,7 +418,18 @@ impl LocalState {
                 }
                 changed.sort_unstable();
                 let words = f.bits().words();
-                if let Some(d) = DeltaWords::encode(&changed, words, 0..words.len()) {
+                if sharded {
+                    for (dest, v) in per_dest.iter_mut().enumerate() {
+                        let range = shard_words(words.len(), dest, self.peers);
+                        if let Some(d) = DeltaWords::encode(&changed, words, range) {
+                            v.push(LevelDelta {
+                                partition: p,
+                                level,
+                                words: d,
+                            });
+                        }
+                    }
+                } else if let Some(d) = DeltaWords::encode(&changed, words, 0..words.len()) {
                     let d = LevelDelta {
                         partition: p,
                         level,
@@ -209,14 +441,17 @@ impl LocalState {
                 }
             }
         }
-        let mut stats = epoch.stats;
+        let announce_bytes = announce.as_ref().map_or(0, |(_, a): &(u64, Allocation)| {
+            8 + 12 * a.shapes().len() as u64
+        });
         stats.bytes_sent = per_dest
             .iter()
             .enumerate()
             .filter(|&(dest, _)| dest != self.me)
-            .flat_map(|(_, v)| v.iter().map(|d| d.words.wire_bytes()))
+            .map(|(_, v)| announce_bytes + v.iter().map(|d| d.words.wire_bytes()).sum::<u64>())
             .sum();
-        stats.records_buffered = self.open.values().map(|o| o.buffer.len() as u64).sum();
+        stats.records_buffered = self.buffered;
+        stats.allocations_refused = std::mem::take(&mut self.refused);
         stats.local_bits = self.filters.values().map(|f| f.memory_bits()).sum();
         let mut stats = Some(stats);
         let shipments = per_dest
@@ -227,26 +462,38 @@ impl LocalState {
                 from: self.me as u32,
                 dest: dest as u32,
                 deltas,
+                announce: announce.clone(),
                 local: if dest == self.me { stats.take() } else { None },
             })
             .collect();
-        (epoch.cap, shipments)
+        (cap, shipments)
+    }
+
+    /// The filter of partition `p`, created with its resolved allocation and dirty tracking on
+    /// every level when missing; `None` when the allocation is unknown or cannot build one.
+    fn filter(&mut self, p: u64) -> Option<&mut Pbf2> {
+        if !self.filters.contains_key(&p) {
+            let allocation = self.resolve(p)?.clone();
+            let mut pbf =
+                Pbf2::new(self.config.partition_len(), &allocation, self.config.seed()).ok()?;
+            for level in 0..pbf.levels() {
+                if let Some(f) = pbf.level_mut(level) {
+                    f.bits_mut().track_dirty();
+                }
+            }
+            self.filters.insert(p, pbf);
+        }
+        self.filters.get_mut(&p)
     }
 }
 
-/// Inserts into the partition's filter, creating it (with dirty tracking) when missing; `t` is
-/// below the horizon.
-fn insert_tracked(filters: &mut BTreeMap<u64, Pbf2>, config: &IndexConfig, hash: KeyHash, t: Tick) {
-    let len = config.partition_len();
-    let pbf = filters.entry(t / len).or_insert_with(|| {
-        let mut pbf = config.new_partition();
-        for level in 0..pbf.levels() {
-            if let Some(f) = pbf.level_mut(level) {
-                f.bits_mut().track_dirty();
-            }
-        }
-        pbf
-    });
-    // The local tick is below the partition length, the PBF-2's horizon: this cannot fail.
-    let _ = pbf.insert_hash(hash, t % len);
+/// Moves `failed` records from indexed to rejected for a bad allocation.
+fn count_failed(stats: &mut LocalStats, failed: u64) {
+    if failed > 0 {
+        stats.records -= failed;
+        *stats
+            .rejected
+            .entry(RejectReason::BadAllocation)
+            .or_default() += failed;
+    }
 }

@@ -4,8 +4,9 @@
 //!
 //! * [`LocalIndex`]: each worker inserts its records into its own per-partition PBF-2 and, when
 //!   an epoch closes, ships the changed words of every level ([`delta`]).
-//! * [`MergeQuery`]: shipments are OR-merged into the merged state (replicated on every worker,
-//!   [`Placement`]) in epoch order, and queries are answered against exactly
+//! * [`MergeQuery`]: shipments are OR-merged into the merged state ([`MergedState`], replicated on
+//!   every worker or sharded by word ranges, [`Placement`]) in epoch order, and queries are answered
+//!   against exactly
 //!   the epochs they depend on; per-epoch [`stats`] and [`digest`]s come out alongside.
 //! * [`TemporalIndex`]: both in one call, with the output split into typed streams.
 //!
@@ -22,11 +23,11 @@ pub mod state;
 pub mod stats;
 pub mod temporal;
 
-pub use config::{IndexConfig, IndexConfigBuilder, Placement};
+pub use config::{AllocationLag, IndexConfig, IndexConfigBuilder, Placement};
 pub use error::{Error, Result};
 pub use index::LocalIndex;
 pub use query::{IndexEvent, MergeQuery, QueryAnswer};
-pub use state::PartitionedPbf2;
+pub use state::MergedState;
 pub use temporal::{IndexStreams, TemporalIndex};
 /// The Timely Dataflow version these operators are built on.
 pub use timely;

@@ -1,19 +1,19 @@
 //! The merge-and-query operator: OR-merges shipments into the merged state in epoch order and
 //! answers queries against exactly the epochs they depend on.
 
-use crate::config::IndexConfig;
+use crate::config::{IndexConfig, Placement};
 use crate::delta::Shipment;
-use crate::delta::BLOCK_WORDS;
-use crate::digest::{DigestCache, EpochDigest};
-use crate::state::PartitionedPbf2;
+use crate::digest::{DigestTable, DigestUpdate, EpochDigest};
+use crate::state::{walk_steps, MergedState, Step};
 use crate::stats::EpochStats;
-use chronobloom_core::hash::Key;
-use chronobloom_core::temporal::{Tick, TimeRange};
+use chronobloom_core::hash::{Key, KeyHash};
+use chronobloom_core::temporal::{Allocation, Tick, TimeRange};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
-use timely::dataflow::operators::Capability;
+use timely::dataflow::operators::vec::{Broadcast, Map};
+use timely::dataflow::operators::{Capability, Concatenate};
 use timely::dataflow::StreamVec;
 use timely::ExchangeData;
 
@@ -54,7 +54,8 @@ pub enum IndexEvent<K> {
 /// exactly the epochs up to [`IndexConfig::answering_epoch`]: it waits until every shipment of
 /// those epochs has arrived, and shipments of later epochs wait until it is answered, so answers
 /// do not depend on scheduling or on the number of workers. When replicated, a query is answered
-/// on the worker it enters.
+/// on the worker it enters; when sharded, every owner evaluates its share of the query's probes and
+/// the worker it entered ANDs them, giving the same answer and probe count.
 ///
 /// ```
 /// use timely::dataflow::operators::{Capture, Input};
@@ -100,10 +101,36 @@ struct Inbox {
 
 /// A batch of queries waiting for their answering epoch, with a capability at its last tick (or
 /// at the queries' time, when later).
-struct Held<K> {
+struct Held<Q> {
     cap: Capability<u64>,
     issued: Tick,
-    queries: Vec<(K, TimeRange)>,
+    queries: Vec<Q>,
+}
+
+/// A query as sent to every owner in the sharded placement.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ShardQuery<K> {
+    key: K,
+    range: TimeRange,
+    origin: u32,
+    seq: u64,
+}
+
+/// An owner's evaluation of a query's probe steps, sent back to the query's origin.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ShardReply<K> {
+    query: ShardQuery<K>,
+    issued: Tick,
+    epoch: u64,
+    steps: Vec<Step>,
+}
+
+/// What an owner's merge emits in the sharded placement.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+enum ShardEvent<K> {
+    Reply(ShardReply<K>),
+    Update(DigestUpdate),
+    Stats(EpochStats),
 }
 
 impl<'scope> MergeQuery<'scope> for StreamVec<'scope, u64, Shipment> {
@@ -112,146 +139,360 @@ impl<'scope> MergeQuery<'scope> for StreamVec<'scope, u64, Shipment> {
         queries: StreamVec<'scope, u64, (K, TimeRange)>,
         config: &IndexConfig,
     ) -> StreamVec<'scope, u64, IndexEvent<K>> {
-        let config = config.clone();
-        let me = self.scope().index() as u32;
-        let route = Exchange::new(|s: &Shipment| u64::from(s.dest));
-        self.binary_frontier(
-            queries,
-            route,
-            Pipeline,
-            "MergeQuery",
+        match config.placement() {
+            Placement::Replicated => replicated(self, queries, config),
+            Placement::Sharded => sharded(self, queries, config),
+        }
+    }
+}
+
+/// Replicated: every worker merges every shipment and answers the queries entering it.
+fn replicated<'scope, K: Key + ExchangeData + Clone>(
+    shipments: StreamVec<'scope, u64, Shipment>,
+    queries: StreamVec<'scope, u64, (K, TimeRange)>,
+    config: &IndexConfig,
+) -> StreamVec<'scope, u64, IndexEvent<K>> {
+    let state = MergedState::new(config);
+    let mut table = DigestTable::default();
+    let seed = config.seed();
+    let digest = config.digest();
+    merge_core(
+        shipments,
+        queries,
+        config,
+        state,
+        |(_, r)| *r,
+        move |state, (key, range), issued, epoch| {
+            let a = state.query_hash(KeyHash::of(&key, seed), range);
+            IndexEvent::Answer(QueryAnswer {
+                key,
+                range,
+                issued,
+                epoch,
+                present: a.present,
+                probes: a.probes,
+            })
+        },
+        move |state, merged, stats, me| {
+            let mut out = Vec::new();
+            if digest {
+                for (p, a) in &merged.partitions {
+                    table.announce(*p, a);
+                }
+                table.update(&state.refresh_blocks());
+                out.push(IndexEvent::Digest(EpochDigest {
+                    epoch: stats.epoch,
+                    worker: me,
+                    digest: table.digest(),
+                }));
+            } else {
+                state.clear_dirty();
+            }
+            out.push(IndexEvent::Stats(stats));
+            out
+        },
+    )
+}
+
+/// Sharded: owners merge the words they own; a query goes to every owner, and its origin ANDs
+/// the owners' step answers; owners broadcast their changed block hashes for the digest.
+fn sharded<'scope, K: Key + ExchangeData + Clone>(
+    shipments: StreamVec<'scope, u64, Shipment>,
+    queries: StreamVec<'scope, u64, (K, TimeRange)>,
+    config: &IndexConfig,
+) -> StreamVec<'scope, u64, IndexEvent<K>> {
+    let scope = shipments.scope();
+    let (me, peers) = (scope.index(), scope.peers());
+    let mut seq = 0u64;
+    let requests = queries
+        .map(move |(key, range)| {
+            seq += 1;
+            ShardQuery {
+                key,
+                range,
+                origin: me as u32,
+                seq,
+            }
+        })
+        .broadcast();
+    let state = MergedState::shard(config, me, peers);
+    let seed = config.seed();
+    let digest = config.digest();
+    let events = merge_core(
+        shipments,
+        requests,
+        config,
+        state,
+        |q| q.range,
+        move |state, query, issued, epoch| {
+            let steps = state.steps(KeyHash::of(&query.key, seed), query.range);
+            ShardEvent::Reply(ShardReply {
+                query,
+                issued,
+                epoch,
+                steps,
+            })
+        },
+        move |state, merged, stats, _| {
+            let mut out = Vec::new();
+            if digest {
+                out.push(ShardEvent::Update(DigestUpdate {
+                    epoch: stats.epoch,
+                    partitions: merged.partitions,
+                    blocks: state.refresh_blocks(),
+                }));
+            } else {
+                state.clear_dirty();
+            }
+            out.push(ShardEvent::Stats(stats));
+            out
+        },
+    );
+    let answers = events
+        .clone()
+        .flat_map(|e| match e {
+            ShardEvent::Reply(r) => Some(r),
+            _ => None,
+        })
+        .unary(
+            Exchange::new(|r: &ShardReply<K>| u64::from(r.query.origin)),
+            "ShardAnswers",
             move |default_cap, _| {
                 drop(default_cap);
-                let mut replica = PartitionedPbf2::new(&config);
-                let mut digests = DigestCache::default();
-                let mut inbox: BTreeMap<u64, Inbox> = BTreeMap::new();
-                let mut held: BTreeMap<u64, Vec<Held<K>>> = BTreeMap::new();
-                move |(s_in, s_frontier), (q_in, q_frontier), output| {
-                    let port = output.output_index();
-                    s_in.for_each_stamp(|cap, data| {
+                let mut pending: BTreeMap<u64, Vec<ShardReply<K>>> = BTreeMap::new();
+                move |input, output| {
+                    input.for_each_stamp(|cap, data| {
+                        let mut session = output.session(&cap);
                         for batch in data {
-                            for s in batch.drain(..) {
-                                let Some(c) = cap.retain_least(port) else {
-                                    return;
+                            for r in batch.drain(..) {
+                                let seq = r.query.seq;
+                                let replies = pending.entry(seq).or_default();
+                                replies.push(r);
+                                if replies.len() < peers {
+                                    continue;
+                                }
+                                let Some(replies) = pending.remove(&seq) else {
+                                    continue;
                                 };
-                                inbox
-                                    .entry(s.epoch)
-                                    .or_insert_with(|| Inbox {
-                                        cap: c,
-                                        shipments: Vec::new(),
-                                    })
-                                    .shipments
-                                    .push(s);
+                                let a = walk_steps(replies.iter().map(|r| r.steps.as_slice()));
+                                let Some(first) = replies.into_iter().next() else {
+                                    continue;
+                                };
+                                session.give(IndexEvent::Answer(QueryAnswer {
+                                    key: first.query.key,
+                                    range: first.query.range,
+                                    issued: first.issued,
+                                    epoch: first.epoch,
+                                    present: a.present,
+                                    probes: a.probes,
+                                }));
                             }
                         }
                     });
-                    q_in.for_each_stamp(|cap, data| {
-                        let Some(&issued) = cap.least() else { return };
-                        let mut by_epoch: BTreeMap<u64, Vec<(K, TimeRange)>> = BTreeMap::new();
-                        for batch in data {
-                            for (k, r) in batch.drain(..) {
-                                by_epoch
-                                    .entry(config.answering_epoch(issued, r))
-                                    .or_default()
-                                    .push((k, r));
-                            }
-                        }
-                        for (e, queries) in by_epoch {
-                            held.entry(e).or_default().push(Held {
-                                cap: cap.delayed(&config.epoch_last(e).max(issued), port),
-                                issued,
-                                queries,
-                            });
-                        }
-                    });
-                    let complete = |e: u64| !s_frontier.less_equal(&config.epoch_last(e));
-                    loop {
-                        let next_ship = inbox.keys().next().copied();
-                        let next_query = held.keys().next().copied();
-                        match (next_ship, next_query) {
-                            (Some(c), q) if q.is_none_or(|q| c <= q) => {
-                                // Merge epoch c once all its shipments are in and no query that must
-                                // not see it can still arrive.
-                                if !complete(c) || q_frontier.less_than(&config.epoch_start(c)) {
-                                    break;
-                                }
-                                let Some(Inbox { cap, shipments }) = inbox.remove(&c) else {
-                                    break;
-                                };
-                                let p = config.partition_of_epoch(c);
-                                let mut stats = EpochStats {
-                                    epoch: c,
-                                    worker: me,
-                                    local: Default::default(),
-                                    levels: Vec::new(),
-                                    merged_bits: 0,
-                                    bytes_received: 0,
-                                    refused_words: 0,
-                                    queries_held: 0,
-                                    shipments_held: 0,
-                                };
-                                let mut touched = BTreeSet::new();
-                                for s in shipments {
-                                    if s.from != me {
-                                        stats.bytes_received += s.wire_bytes();
-                                    }
-                                    for d in &s.deltas {
-                                        stats.refused_words += replica.apply(d);
-                                        if d.partition == p {
-                                            d.words.for_each(|i, _| {
-                                                touched.insert((d.level, i / BLOCK_WORDS));
-                                            });
-                                        }
-                                    }
-                                    if let Some(local) = s.local {
-                                        stats.local = local;
-                                    }
-                                }
-                                if let Some(pbf) = replica.partition(p) {
-                                    digests.refresh(p, pbf, &touched);
-                                }
-                                stats.levels = replica.level_stats(p);
-                                stats.merged_bits = replica.memory_bits();
-                                stats.queries_held = held
-                                    .values()
-                                    .flatten()
-                                    .map(|h| h.queries.len() as u64)
-                                    .sum();
-                                stats.shipments_held =
-                                    inbox.values().map(|i| i.shipments.len() as u64).sum();
-                                let digest = EpochDigest {
-                                    epoch: c,
-                                    worker: me,
-                                    digest: digests.digest(|p| replica.partition(p)),
-                                };
-                                let mut session = output.session(&cap);
-                                session.give(IndexEvent::Digest(digest));
-                                session.give(IndexEvent::Stats(stats));
-                            }
-                            (_, Some(q)) => {
-                                if !complete(q) {
-                                    break;
-                                }
-                                for h in held.remove(&q).into_iter().flatten() {
-                                    let mut session = output.session(&h.cap);
-                                    for (key, range) in h.queries {
-                                        let a = replica.query(&key, range);
-                                        session.give(IndexEvent::Answer(QueryAnswer {
-                                            key,
-                                            range,
-                                            issued: h.issued,
-                                            epoch: q,
-                                            present: a.present,
-                                            probes: a.probes,
-                                        }));
-                                    }
-                                }
-                            }
-                            (_, None) => break,
-                        }
-                    }
                 }
             },
-        )
-    }
+        );
+    let stats = events.clone().flat_map(|e| match e {
+        ShardEvent::Stats(s) => Some(IndexEvent::Stats(s)),
+        _ => None,
+    });
+    let digests = events
+        .flat_map(|e| match e {
+            ShardEvent::Update(u) => Some(u),
+            _ => None,
+        })
+        .broadcast()
+        .unary_frontier(Pipeline, "ShardDigest", move |default_cap, _| {
+            drop(default_cap);
+            let mut table = DigestTable::default();
+            let mut stash: BTreeMap<u64, (Capability<u64>, Vec<DigestUpdate>)> = BTreeMap::new();
+            move |(input, frontier), output| {
+                let port = output.output_index();
+                input.for_each_stamp(|cap, data| {
+                    let Some(&t) = cap.least() else { return };
+                    for batch in data {
+                        for u in batch.drain(..) {
+                            stash
+                                .entry(u.epoch)
+                                .or_insert_with(|| (cap.delayed(&t, port), Vec::new()))
+                                .1
+                                .push(u);
+                        }
+                    }
+                });
+                while let Some(entry) = stash.first_entry() {
+                    if frontier.less_equal(entry.get().0.time()) {
+                        break;
+                    }
+                    let (epoch, (cap, updates)) = entry.remove_entry();
+                    for u in &updates {
+                        for (p, a) in &u.partitions {
+                            table.announce(*p, a);
+                        }
+                    }
+                    for u in &updates {
+                        table.update(&u.blocks);
+                    }
+                    output.session(&cap).give(IndexEvent::Digest(EpochDigest {
+                        epoch,
+                        worker: me as u32,
+                        digest: table.digest(),
+                    }));
+                }
+            }
+        });
+    scope.concatenate([answers, stats, digests])
+}
+
+/// What one epoch's merge applied: the partitions created, with their allocations.
+struct Merged {
+    partitions: Vec<(u64, Allocation)>,
+}
+
+/// The merge loop both placements share: shipments are merged in epoch order and queries are
+/// answered by `answer` against exactly their answering epoch; `merged` turns each merged epoch's
+/// statistics into output events.
+#[allow(clippy::too_many_arguments)]
+fn merge_core<'scope, Q, O>(
+    shipments: StreamVec<'scope, u64, Shipment>,
+    queries: StreamVec<'scope, u64, Q>,
+    config: &IndexConfig,
+    mut state: MergedState,
+    range_of: impl Fn(&Q) -> TimeRange + 'static,
+    mut answer: impl FnMut(&MergedState, Q, Tick, u64) -> O + 'static,
+    mut merged: impl FnMut(&mut MergedState, Merged, EpochStats, u32) -> Vec<O> + 'static,
+) -> StreamVec<'scope, u64, O>
+where
+    Q: 'static,
+    O: 'static,
+{
+    let config = config.clone();
+    let me = shipments.scope().index() as u32;
+    let route = Exchange::new(|s: &Shipment| u64::from(s.dest));
+    shipments.binary_frontier(
+        queries,
+        route,
+        Pipeline,
+        "MergeQuery",
+        move |default_cap, _| {
+            drop(default_cap);
+            let mut inbox: BTreeMap<u64, Inbox> = BTreeMap::new();
+            let mut held: BTreeMap<u64, Vec<Held<Q>>> = BTreeMap::new();
+            move |(s_in, s_frontier), (q_in, q_frontier), output| {
+                let port = output.output_index();
+                s_in.for_each_stamp(|cap, data| {
+                    for batch in data {
+                        for s in batch.drain(..) {
+                            let Some(c) = cap.retain_least(port) else {
+                                return;
+                            };
+                            inbox
+                                .entry(s.epoch)
+                                .or_insert_with(|| Inbox {
+                                    cap: c,
+                                    shipments: Vec::new(),
+                                })
+                                .shipments
+                                .push(s);
+                        }
+                    }
+                });
+                q_in.for_each_stamp(|cap, data| {
+                    let Some(&issued) = cap.least() else { return };
+                    let mut by_epoch: BTreeMap<u64, Vec<Q>> = BTreeMap::new();
+                    for batch in data {
+                        for q in batch.drain(..) {
+                            by_epoch
+                                .entry(config.answering_epoch(issued, range_of(&q)))
+                                .or_default()
+                                .push(q);
+                        }
+                    }
+                    for (e, queries) in by_epoch {
+                        held.entry(e).or_default().push(Held {
+                            cap: cap.delayed(&config.epoch_last(e).max(issued), port),
+                            issued,
+                            queries,
+                        });
+                    }
+                });
+                let complete = |e: u64| !s_frontier.less_equal(&config.epoch_last(e));
+                loop {
+                    let next_ship = inbox.keys().next().copied();
+                    let next_query = held.keys().next().copied();
+                    match (next_ship, next_query) {
+                        (Some(c), q) if q.is_none_or(|q| c <= q) => {
+                            // Merge epoch c once all its shipments are in and no query that
+                            // must not see it can still arrive.
+                            if !complete(c) || q_frontier.less_than(&config.epoch_start(c)) {
+                                break;
+                            }
+                            let Some(Inbox { cap, shipments }) = inbox.remove(&c) else {
+                                break;
+                            };
+                            let p = config.partition_of_epoch(c);
+                            let mut stats = EpochStats {
+                                epoch: c,
+                                worker: me,
+                                local: Default::default(),
+                                levels: Vec::new(),
+                                merged_bits: 0,
+                                bytes_received: 0,
+                                refused_words: 0,
+                                queries_held: 0,
+                                shipments_held: 0,
+                            };
+                            let mut created = Merged {
+                                partitions: Vec::new(),
+                            };
+                            for s in &shipments {
+                                if let Some((p, a)) = &s.announce {
+                                    let new = state.partitions().all(|(q, _)| q != *p);
+                                    if !state.announce(*p, a) {
+                                        stats.refused_words += 1;
+                                    } else if new {
+                                        created.partitions.push((*p, a.clone()));
+                                    }
+                                }
+                            }
+                            for s in shipments {
+                                if s.from != me {
+                                    stats.bytes_received += s.wire_bytes();
+                                }
+                                for d in &s.deltas {
+                                    stats.refused_words += state.apply(d);
+                                }
+                                if let Some(local) = s.local {
+                                    stats.local = local;
+                                }
+                            }
+                            stats.levels = state.level_stats(p);
+                            stats.merged_bits = state.memory_bits();
+                            stats.queries_held = held
+                                .values()
+                                .flatten()
+                                .map(|h| h.queries.len() as u64)
+                                .sum();
+                            stats.shipments_held =
+                                inbox.values().map(|i| i.shipments.len() as u64).sum();
+                            let events = merged(&mut state, created, stats, me);
+                            output.session(&cap).give_iterator(events.into_iter());
+                        }
+                        (_, Some(q)) => {
+                            if !complete(q) {
+                                break;
+                            }
+                            for h in held.remove(&q).into_iter().flatten() {
+                                let mut session = output.session(&h.cap);
+                                for query in h.queries {
+                                    session.give(answer(&state, query, h.issued, q));
+                                }
+                            }
+                        }
+                        (_, None) => break,
+                    }
+                }
+            }
+        },
+    )
 }

@@ -1,45 +1,171 @@
-//! A partitioned PBF-2: the merged replica of the replicated placement, and the single-threaded
-//! reference the dataflow is tested against.
+//! The merged state: every partition's PBF-2 as one worker holds it — all of it when replicated,
+//! the worker's block-aligned range of words of every level when sharded.
 
 use crate::config::IndexConfig;
-use crate::delta::LevelDelta;
-use crate::digest::{combine_partitions, partition_digest};
+use crate::delta::{shard_words, LevelDelta, BLOCK_WORDS};
+use crate::digest::{block_hash, BlockUpdate};
 use crate::stats::{LevelStats, RejectReason};
-use chronobloom_core::bloom::Filter;
-use chronobloom_core::hash::{Key, KeyHash};
-use chronobloom_core::temporal::{Answer, Pbf2, TemporalFilter, Tick, TimeRange};
+use chronobloom_core::bloom::FilterShape;
+use chronobloom_core::hash::{FastMod, Key, KeyHash};
+use chronobloom_core::temporal::{dyadic_cover, Allocation, Answer, Pbf2, Tick, TimeRange};
 use std::collections::BTreeMap;
+use std::ops::Range;
 
-/// One static PBF-2 per partition of `partition_len` ticks, created when a record first reaches
-/// the partition.
+/// One step of a query's probe sequence, as a shard evaluates it: bit 0 set when the step probes
+/// a filter (it counts as a probe), bit 1 set when every probe bit the shard holds is set (always
+/// for a step without a filter, which answers "maybe").
+pub(crate) type Step = u8;
+pub(crate) const STEP_PROBED: Step = 1;
+pub(crate) const STEP_SET: Step = 2;
+
+/// Combines shards' step sequences (AND of their "set" bits) and walks them in order: the
+/// answer is "present" at the first step set, with the probes made up to it.
+pub(crate) fn walk_steps<'a>(shards: impl IntoIterator<Item = &'a [Step]>) -> Answer {
+    let mut combined: Option<Vec<Step>> = None;
+    for s in shards {
+        match &mut combined {
+            None => combined = Some(s.to_vec()),
+            Some(c) => {
+                c.truncate(s.len());
+                for (a, b) in c.iter_mut().zip(s) {
+                    *a = (*a | (b & STEP_PROBED)) & (b | STEP_PROBED);
+                }
+            }
+        }
+    }
+    let mut answer = Answer {
+        present: false,
+        probes: 0,
+    };
+    for s in combined.unwrap_or_default() {
+        answer.probes += u64::from(s & STEP_PROBED);
+        if s & STEP_SET != 0 {
+            answer.present = true;
+            break;
+        }
+    }
+    answer
+}
+
+/// The words of one level a worker holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LevelShard {
+    shape: FilterShape,
+    /// `None` for a level without bits.
+    modulus: Option<FastMod>,
+    /// Index of the first word held.
+    first: usize,
+    words: Vec<u64>,
+    ones: u64,
+    /// Per held block: changed since the last digest refresh.
+    dirty: Vec<bool>,
+}
+
+impl LevelShard {
+    fn new(shape: FilterShape, me: usize, peers: usize) -> Self {
+        let range = shard_words(shape.bits.div_ceil(64) as usize, me, peers);
+        let blocks = range.len().div_ceil(BLOCK_WORDS);
+        LevelShard {
+            shape,
+            modulus: FastMod::new(shape.bits),
+            first: range.start,
+            words: vec![0; range.len()],
+            ones: 0,
+            dirty: vec![true; blocks],
+        }
+    }
+
+    fn held(&self) -> Range<usize> {
+        self.first..self.first + self.words.len()
+    }
+
+    /// ORs `word` into word `i`; false when the level does not hold it.
+    #[inline]
+    fn or_word(&mut self, i: usize, word: u64) -> bool {
+        let Some(w) = i
+            .checked_sub(self.first)
+            .and_then(|j| self.words.get_mut(j))
+        else {
+            return false;
+        };
+        let new = *w | word;
+        if new != *w {
+            self.ones += u64::from((new ^ *w).count_ones());
+            *w = new;
+            self.dirty[(i - self.first) / BLOCK_WORDS] = true;
+        }
+        true
+    }
+
+    /// True when every probe bit of `hash` this shard holds is set.
+    fn holds_all(&self, hash: KeyHash) -> bool {
+        let Some(m) = self.modulus else { return true };
+        hash.probes(self.shape.hashes, m).all(|p| {
+            let i = (p / 64) as usize;
+            i.checked_sub(self.first)
+                .and_then(|j| self.words.get(j))
+                .is_none_or(|w| w >> (p % 64) & 1 == 1)
+        })
+    }
+
+    /// Bits of the level this shard holds.
+    fn held_bits(&self) -> u64 {
+        let end = (self.held().end as u64 * 64).min(self.shape.bits);
+        end.saturating_sub(self.first as u64 * 64)
+    }
+}
+
+/// A partition's levels as a worker holds them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PartitionShard {
+    allocation: Allocation,
+    levels: Vec<LevelShard>,
+}
+
+/// Every partition's PBF-2 as one worker holds it, created when the partition's allocation first
+/// arrives (with the first records that reach it).
+///
+/// [`MergedState::new`] holds every word (the replicated placement and the single-threaded
+/// reference); [`MergedState::shard`] holds worker `me`'s block-aligned range of the words of
+/// every level (the sharded placement), and its query answers count the bits it does not hold as
+/// set, so ANDing every shard's answer per probe gives the replicated answer.
 ///
 /// ```
 /// use chronobloom_core::temporal::TimeRange;
-/// use chronobloom_operators::{IndexConfig, PartitionedPbf2};
+/// use chronobloom_operators::{IndexConfig, MergedState};
 /// let cfg = IndexConfig::builder().epoch_len(10).partition_len(100).partitions(2)
 ///     .bits(20_000).build().unwrap();
-/// let mut index = PartitionedPbf2::new(&cfg);
+/// let mut index = MergedState::new(&cfg);
 /// index.insert(&5u64, 150).unwrap();
 /// assert!(index.insert(&5u64, 200).is_err()); // beyond 2 partitions of 100 ticks
 /// assert!(index.query(&5u64, TimeRange::new(90, 160).unwrap()).present);
 /// assert!(!index.query(&5u64, TimeRange::new(0, 99).unwrap()).present);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PartitionedPbf2 {
+pub struct MergedState {
     config: IndexConfig,
-    partitions: BTreeMap<u64, Pbf2>,
+    me: usize,
+    peers: usize,
+    partitions: BTreeMap<u64, PartitionShard>,
 }
 
-impl PartitionedPbf2 {
-    /// An empty index.
+impl MergedState {
+    /// An empty state holding every word.
     pub fn new(config: &IndexConfig) -> Self {
-        PartitionedPbf2 {
+        Self::shard(config, 0, 1)
+    }
+
+    /// An empty state holding worker `me`'s share of `peers` (every word when `peers` ≤ 1).
+    pub fn shard(config: &IndexConfig, me: usize, peers: usize) -> Self {
+        MergedState {
             config: config.clone(),
+            me: me.min(peers.saturating_sub(1)),
+            peers: peers.max(1),
             partitions: BTreeMap::new(),
         }
     }
 
-    /// Records `key` at `tick`.
+    /// Records `key` at `tick`, in a partition with the configuration's allocation.
     pub fn insert<K: Key + ?Sized>(&mut self, key: &K, tick: Tick) -> Result<(), RejectReason> {
         self.insert_hash(KeyHash::of(key, self.config.seed()), tick)
     }
@@ -50,9 +176,18 @@ impl PartitionedPbf2 {
             return Err(RejectReason::BeyondHorizon);
         }
         let len = self.config.partition_len();
-        self.partition_or_new(tick / len)
-            .insert_hash(hash, tick % len)
-            .map_err(|_| RejectReason::BeyondHorizon)
+        let allocation = self.config.allocation().clone();
+        let Some(part) = self.partition_or_new(tick / len, &allocation) else {
+            return Err(RejectReason::BadAllocation);
+        };
+        let local = tick % len;
+        for (l, level) in part.levels.iter_mut().enumerate() {
+            let Some(m) = level.modulus else { continue };
+            for p in hash.at(local >> l).probes(level.shape.hashes, m) {
+                level.or_word((p / 64) as usize, 1 << (p % 64));
+            }
+        }
+        Ok(())
     }
 
     /// "Did `key` appear in `range`?" with the probes made.
@@ -61,92 +196,169 @@ impl PartitionedPbf2 {
     }
 
     /// Queries each partition overlapping `range` in order, stopping at the first "present"; a
-    /// partition without a filter answers "absent" with no probe.
+    /// partition without a filter answers "absent" with no probe. The probe sequence and count
+    /// are those of [`Pbf2`]'s query.
     pub fn query_hash(&self, hash: KeyHash, range: TimeRange) -> Answer {
+        walk_steps([self.steps(hash, range).as_slice()])
+    }
+
+    /// This shard's evaluation of every step of the query's probe sequence ([`Step`]).
+    pub(crate) fn steps(&self, hash: KeyHash, range: TimeRange) -> Vec<Step> {
+        let mut out = Vec::new();
         let len = self.config.partition_len();
-        let mut answer = Answer {
-            present: false,
-            probes: 0,
-        };
         let Some(range) = range.clamp_below(self.config.horizon()) else {
-            return answer;
+            return out;
         };
-        for (&p, pbf) in self
+        for (&p, part) in self
             .partitions
             .range(range.start() / len..=range.end() / len)
         {
             let start = p * len;
-            let local = TimeRange::new(
+            let Ok(local) = TimeRange::new(
                 range.start().max(start) - start,
                 range.end().min(start + len - 1) - start,
-            );
-            let Ok(local) = local else { continue };
-            let a = pbf.query_hash(hash, local);
-            answer.probes += a.probes;
-            if a.present {
-                answer.present = true;
-                break;
+            ) else {
+                continue;
+            };
+            let top = part.levels.len().saturating_sub(1) as u32;
+            for b in dyadic_cover(local, top) {
+                part.push_steps(hash, b.level, b.bucket, &mut out);
             }
         }
-        answer
+        out
     }
 
-    /// The PBF-2 of partition `p`, if a record reached it.
-    pub fn partition(&self, p: u64) -> Option<&Pbf2> {
-        self.partitions.get(&p)
+    /// The partitions holding a filter, ascending, with their allocations.
+    pub fn partitions(&self) -> impl Iterator<Item = (u64, &Allocation)> {
+        self.partitions.iter().map(|(&p, s)| (p, &s.allocation))
     }
 
-    /// The partitions holding a filter, ascending.
-    pub fn partitions(&self) -> impl Iterator<Item = (u64, &Pbf2)> {
-        self.partitions.iter().map(|(&p, f)| (p, f))
-    }
-
-    /// The state digest ([`crate::digest`]).
-    pub fn digest(&self) -> u64 {
-        combine_partitions(self.partitions().map(|(p, f)| (p, partition_digest(f))))
-    }
-
-    /// Bits held by all partitions' filters.
+    /// Bits held by all partitions.
     pub fn memory_bits(&self) -> u64 {
-        self.partitions.values().map(|f| f.memory_bits()).sum()
+        self.partitions
+            .values()
+            .flat_map(|p| &p.levels)
+            .map(|l| l.words.len() as u64 * 64)
+            .sum()
     }
 
-    /// Fill and estimated false positive rate of each level of partition `p` (empty when no
-    /// record reached it).
+    /// Fill and estimated false positive rate of the bits held of each level of partition `p`
+    /// (empty when no record reached it).
     pub fn level_stats(&self, p: u64) -> Vec<LevelStats> {
-        let Some(pbf) = self.partitions.get(&p) else {
+        let Some(part) = self.partitions.get(&p) else {
             return Vec::new();
         };
-        (0..pbf.levels())
-            .filter_map(|l| pbf.level(l).map(|f| (l, f)))
-            .map(|(l, f)| LevelStats::from_counts(l, f.bit_len(), f.ones(), f.hashes()))
+        part.levels
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.modulus.is_some())
+            .map(|(i, l)| LevelStats::from_counts(i as u32, l.held_bits(), l.ones, l.shape.hashes))
             .collect()
     }
 
-    /// ORs a delta in; returns the number of words refused (outside the level, or a level
-    /// without bits), which a configuration mismatch between workers would cause.
+    /// Creates partition `p` with `allocation` unless it exists; false when the allocation does
+    /// not fit the configuration (its levels or sizes).
+    pub(crate) fn announce(&mut self, p: u64, allocation: &Allocation) -> bool {
+        p < self.config.partitions() && self.partition_or_new(p, allocation).is_some()
+    }
+
+    /// ORs a delta into an existing partition; returns the number of words refused (outside
+    /// the shard or the level, a level without bits, or an unknown partition), which a
+    /// configuration mismatch between workers would cause.
     pub(crate) fn apply(&mut self, delta: &LevelDelta) -> u64 {
-        if delta.partition >= self.config.partitions() {
-            return 1;
-        }
-        let pbf = self.partition_or_new(delta.partition);
-        let Some(level) = pbf.level_mut(delta.level) else {
-            return 1;
+        let Some(level) = self
+            .partitions
+            .get_mut(&delta.partition)
+            .and_then(|p| p.levels.get_mut(delta.level as usize))
+            .filter(|l| l.modulus.is_some())
+        else {
+            return delta.words.len() as u64;
         };
-        let bits = level.bits_mut();
         let mut refused = 0;
         delta.words.for_each(|i, w| {
-            if bits.or_word(i, w).is_err() {
+            if !level.or_word(i, w) {
                 refused += 1;
             }
         });
         refused
     }
 
-    /// The partition's PBF-2, created empty when missing.
-    fn partition_or_new(&mut self, p: u64) -> &mut Pbf2 {
-        self.partitions
-            .entry(p)
-            .or_insert_with(|| self.config.new_partition())
+    /// Rehashes the held blocks changed since the last refresh (every block of a new partition)
+    /// and returns them.
+    pub(crate) fn refresh_blocks(&mut self) -> Vec<BlockUpdate> {
+        let mut out = Vec::new();
+        for (&p, part) in &mut self.partitions {
+            for (l, level) in part.levels.iter_mut().enumerate() {
+                let first_block = level.first / BLOCK_WORDS;
+                for (b, dirty) in level.dirty.iter_mut().enumerate() {
+                    if !std::mem::take(dirty) {
+                        continue;
+                    }
+                    let lo = b * BLOCK_WORDS;
+                    let hi = (lo + BLOCK_WORDS).min(level.words.len());
+                    out.push(BlockUpdate {
+                        partition: p,
+                        level: l as u32,
+                        block: (first_block + b) as u32,
+                        hash: block_hash(&level.words[lo..hi]),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Forgets which blocks changed (when no digest is computed).
+    pub(crate) fn clear_dirty(&mut self) {
+        for level in self.partitions.values_mut().flat_map(|p| &mut p.levels) {
+            level.dirty.fill(false);
+        }
+    }
+
+    /// The partition, created with `allocation` when missing; `None` when the allocation does
+    /// not fit a PBF-2 of the configuration.
+    fn partition_or_new(&mut self, p: u64, allocation: &Allocation) -> Option<&mut PartitionShard> {
+        if !self.partitions.contains_key(&p) {
+            Pbf2::new(self.config.partition_len(), allocation, self.config.seed()).ok()?;
+            if allocation
+                .shapes()
+                .iter()
+                .any(|s| s.bits / 64 > u64::from(u32::MAX))
+            {
+                return None;
+            }
+            let levels = allocation
+                .shapes()
+                .iter()
+                .map(|&s| LevelShard::new(s, self.me, self.peers))
+                .collect();
+            self.partitions.insert(
+                p,
+                PartitionShard {
+                    allocation: allocation.clone(),
+                    levels,
+                },
+            );
+        }
+        self.partitions.get_mut(&p)
+    }
+}
+
+impl PartitionShard {
+    /// Pushes the steps of one cover block, splitting it into its children while its level has
+    /// no bits (as [`Pbf2`] does).
+    fn push_steps(&self, hash: KeyHash, level: u32, bucket: u64, out: &mut Vec<Step>) {
+        match self.levels.get(level as usize) {
+            Some(l) if l.modulus.is_some() => {
+                let set = l.holds_all(hash.at(bucket));
+                out.push(STEP_PROBED | if set { STEP_SET } else { 0 });
+            }
+            _ if level == 0 => out.push(STEP_SET),
+            _ => {
+                for child in 0..2 {
+                    self.push_steps(hash, level - 1, bucket * 2 + child, out);
+                }
+            }
+        }
     }
 }

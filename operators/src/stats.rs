@@ -12,6 +12,11 @@ use std::collections::BTreeMap;
 pub enum RejectReason {
     /// Its tick is at or past `partitions * partition_len`.
     BeyondHorizon,
+    /// The worker already held back [`crate::IndexConfig::max_buffered`] records (of later
+    /// epochs, or waiting for their partition's allocation).
+    BufferFull,
+    /// Its partition's allocation could not build a filter.
+    BadAllocation,
 }
 
 /// One level's occupancy.
@@ -53,8 +58,13 @@ pub struct LocalStats {
     pub rejected: BTreeMap<RejectReason, u64>,
     /// Delta bytes sent to other workers.
     pub bytes_sent: u64,
-    /// Records of later epochs waiting in the local index when the epoch closed.
+    /// Records held back in the local index when the epoch closed (of later epochs, or waiting
+    /// for their partition's allocation).
     pub records_buffered: u64,
+    /// Announced allocations refused since the previous epoch closed: they did not fit the
+    /// configuration, named a partition past the horizon, or were stamped after the partition's
+    /// start tick.
+    pub allocations_refused: u64,
     /// Bits held by the local (unmerged) filters when the epoch closed.
     pub local_bits: u64,
 }

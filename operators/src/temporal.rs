@@ -7,7 +7,7 @@ use crate::index::LocalIndex;
 use crate::query::{IndexEvent, MergeQuery, QueryAnswer};
 use crate::stats::EpochStats;
 use chronobloom_core::hash::Key;
-use chronobloom_core::temporal::TimeRange;
+use chronobloom_core::temporal::{Allocation, TimeRange};
 use timely::dataflow::operators::vec::Map;
 use timely::dataflow::StreamVec;
 use timely::ExchangeData;
@@ -28,7 +28,7 @@ pub struct IndexStreams<'scope, K> {
 /// ```
 /// use timely::dataflow::operators::{Capture, Input};
 /// use timely::dataflow::operators::capture::{Event, Extract};
-/// use chronobloom_core::temporal::TimeRange;
+/// use chronobloom_core::temporal::{Allocation, TimeRange};
 /// use chronobloom_operators::{IndexConfig, TemporalIndex};
 ///
 /// let cfg = IndexConfig::builder().epoch_len(10).partition_len(100).bits(8_000).build().unwrap();
@@ -61,6 +61,15 @@ pub trait TemporalIndex<'scope, K> {
         queries: StreamVec<'scope, u64, (Q, TimeRange)>,
         config: &IndexConfig,
     ) -> IndexStreams<'scope, Q>;
+
+    /// As [`Self::temporal_index`], with per-partition allocations announced on `allocations`
+    /// (see [`LocalIndex::local_index_with_allocations`]).
+    fn temporal_index_with_allocations<Q: Key + ExchangeData + Clone>(
+        self,
+        queries: StreamVec<'scope, u64, (Q, TimeRange)>,
+        allocations: StreamVec<'scope, u64, (u64, Allocation)>,
+        config: &IndexConfig,
+    ) -> IndexStreams<'scope, Q>;
 }
 
 impl<'scope, K: Key + 'static> TemporalIndex<'scope, K> for StreamVec<'scope, u64, K> {
@@ -69,7 +78,27 @@ impl<'scope, K: Key + 'static> TemporalIndex<'scope, K> for StreamVec<'scope, u6
         queries: StreamVec<'scope, u64, (Q, TimeRange)>,
         config: &IndexConfig,
     ) -> IndexStreams<'scope, Q> {
-        let events = self.local_index(config).merge_and_query(queries, config);
+        split(self.local_index(config).merge_and_query(queries, config))
+    }
+
+    fn temporal_index_with_allocations<Q: Key + ExchangeData + Clone>(
+        self,
+        queries: StreamVec<'scope, u64, (Q, TimeRange)>,
+        allocations: StreamVec<'scope, u64, (u64, Allocation)>,
+        config: &IndexConfig,
+    ) -> IndexStreams<'scope, Q> {
+        split(
+            self.local_index_with_allocations(allocations, config)
+                .merge_and_query(queries, config),
+        )
+    }
+}
+
+/// Splits the merge's events into typed streams.
+fn split<'scope, Q: Key + ExchangeData + Clone>(
+    events: StreamVec<'scope, u64, IndexEvent<Q>>,
+) -> IndexStreams<'scope, Q> {
+    {
         IndexStreams {
             answers: events.clone().flat_map(|e| match e {
                 IndexEvent::Answer(a) => Some(a),
