@@ -4,6 +4,9 @@
 //! learned allocation: its per-level bit counts are the announced ones, not the configured uniform
 //! ones, with 1 and 2 workers alike.
 
+// Test helpers outside #[test] functions unwrap setup results: a failure there is a test failure.
+#![allow(clippy::unwrap_used)]
+
 use chronobloom::core::hash::mix64;
 use chronobloom::core::temporal::{Allocation, TimeRange};
 use chronobloom::operators::stats::EpochStats;
