@@ -1,0 +1,246 @@
+//! The main job, run as a user runs it: the `trace_dedup` example binary (cargo builds examples
+//! for `cargo test`) on the real captures and on bad input.
+//!
+//! The real-trace tests need `scripts/fetch-traces.sh` (CI runs it); without the files they say so
+//! and pass.
+
+#![allow(clippy::unwrap_used)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn binary() -> PathBuf {
+    // target/<profile>/deps/trace_dedup-<hash> → target/<profile>/examples/trace_dedup
+    let exe = std::env::current_exe().unwrap();
+    let profile = exe.parent().and_then(Path::parent).unwrap();
+    profile
+        .join("examples")
+        .join(format!("trace_dedup{}", std::env::consts::EXE_SUFFIX))
+}
+
+fn data(name: &str) -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data")
+        .join(name);
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!(
+            "SKIPPED: {} is absent; run scripts/fetch-traces.sh",
+            p.display()
+        );
+        None
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(binary()).args(args).output().unwrap()
+}
+
+/// The JSON report: the last line of stdout (with `-n` > 1, timely's networking prints
+/// "awaiting connections" lines on stdout before it).
+fn json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    serde_json::from_str(last).unwrap()
+}
+
+/// 99% one-sided upper bound of Binomial(n, p) (normal approximation, z = 2.326).
+fn upper_99(n: f64, p: f64) -> f64 {
+    n * p + 2.326 * (n * p * (1.0 - p)).sqrt()
+}
+
+/// `--verify` in `bykey` mode: no duplicate passes, false drops within ε's bound, and the digest
+/// of the temporal index is the same for 1 and 2 workers. (10 s epochs keep the debug-build test
+/// short; the final digest does not depend on the epoch length.)
+fn check_trace(file: &str) {
+    let Some(path) = data(file) else { return };
+    let path = path.to_str().unwrap();
+    let mut digests = Vec::new();
+    for w in ["1", "2"] {
+        let args = [
+            "--pcap", path, "--key", "5tuple", "--verify", "--json", "--mode", "bykey", "--epoch",
+            "10s", "-w", w,
+        ];
+        let r = json(&run(&args));
+        assert_eq!(r["missed_duplicates"], 0, "{file} -w {w}");
+        let unique = r["exact_unique"].as_f64().unwrap();
+        let drops = r["false_drops"].as_f64().unwrap();
+        assert!(
+            drops <= upper_99(unique, 0.01),
+            "{file} -w {w}: {drops} false drops of {unique}"
+        );
+        assert_eq!(
+            r["unique_out"].as_f64().unwrap(),
+            unique - drops,
+            "{file} -w {w}"
+        );
+        assert_eq!(
+            r["late_records"], 0,
+            "{file}: 1 ms of lateness absorbs the ≤ 18 µs inversions"
+        );
+        digests.push(r["digest"].as_str().unwrap().to_string());
+    }
+    assert_eq!(digests[0], digests[1], "{file}: digest for -w 1 and -w 2");
+}
+
+#[test]
+fn real_pcap_five_tuples() {
+    check_trace("real.pcap");
+}
+
+#[test]
+fn icmp_ttl_pcapng_raw_ip() {
+    check_trace("icmp_ttl.pcap");
+}
+
+#[test]
+fn two_processes_give_the_same_digest_as_one() {
+    let Some(path) = data("icmp_ttl.pcap") else {
+        return;
+    };
+    let path = path.to_str().unwrap();
+    let base = ["--pcap", path, "--json", "--epoch", "10s"];
+    let single = json(&run(&base))["digest"].as_str().unwrap().to_string();
+    let ports: Vec<u16> = (0..2)
+        .map(|_| {
+            TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        })
+        .collect();
+    let hosts = std::env::temp_dir().join(format!("trace_dedup_hosts_{}", std::process::id()));
+    std::fs::write(
+        &hosts,
+        format!("127.0.0.1:{}\n127.0.0.1:{}\n", ports[0], ports[1]),
+    )
+    .unwrap();
+    let spawn = |p: &str| {
+        Command::new(binary())
+            .args(base)
+            .args(["-n", "2", "-p", p, "-h", hosts.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (p1, p0) = (spawn("1"), spawn("0"));
+    let (o0, o1) = (
+        p0.wait_with_output().unwrap(),
+        p1.wait_with_output().unwrap(),
+    );
+    std::fs::remove_file(&hosts).ok();
+    assert!(
+        o1.status.success(),
+        "process 1: {}",
+        String::from_utf8_lossy(&o1.stderr)
+    );
+    let r = json(&o0);
+    assert_eq!(r["workers"], 2);
+    assert_eq!(r["digest"].as_str().unwrap(), single);
+}
+
+#[test]
+fn default_input_runs_and_reports() {
+    let r = json(&run(&[
+        "--synthetic",
+        "20000",
+        "--verify",
+        "--json",
+        "--mode",
+        "local",
+        "--epoch",
+        "10s",
+        "-w",
+        "2",
+    ]));
+    assert_eq!(r["records"], 20_000);
+    assert_eq!(r["mode"], "local");
+    // Local mode may let a duplicate through (another worker's open epoch), never more than it drops.
+    assert!(r["missed_duplicates"].as_u64().unwrap() < r["duplicates_dropped"].as_u64().unwrap());
+    for field in [
+        "unique_out",
+        "bytes_exchanged",
+        "filter_bits",
+        "records_per_sec",
+        "digest",
+        "window",
+        "fpr",
+        "workers",
+        "late_records",
+        "bad_records",
+        "false_drop_rate",
+    ] {
+        assert!(!r[field].is_null(), "{field}");
+    }
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let dir = std::env::temp_dir().join(format!("trace_dedup_bad_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A missing file.
+    let out = run(&["--pcap", "/nonexistent/capture.pcap"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/capture.pcap"));
+    // A malformed CSV line: an error naming the line, or counted with --skip-bad.
+    let csv = dir.join("flows.csv");
+    std::fs::write(
+        &csv,
+        "timestamp,src,dst,sport,dport,proto\n1.0,10.0.0.1,10.0.0.2,1,2,6\nnot,a,line\n2.0,10.0.0.1,10.0.0.2,1,2,6\n",
+    )
+    .unwrap();
+    let out = run(&["--csv", csv.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("3"),
+        "names the line: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json(&run(&[
+        "--csv",
+        csv.to_str().unwrap(),
+        "--skip-bad",
+        "--json",
+    ]));
+    assert_eq!(r["bad_records"], 1);
+    assert_eq!(r["records"], 2);
+    assert_eq!(r["duplicates_dropped"], 1);
+    // A truncated capture and an unknown link type.
+    let mut pcap = vec![
+        0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0,
+    ];
+    pcap.extend_from_slice(&147u32.to_le_bytes()); // a user-defined link type
+    let unknown = dir.join("unknown.pcap");
+    std::fs::write(&unknown, &pcap).unwrap();
+    let out = run(&["--pcap", unknown.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("147"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let truncated = dir.join("truncated.pcap");
+    std::fs::write(&truncated, &pcap[..10]).unwrap();
+    let out = run(&["--pcap", truncated.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    // Bad flags.
+    assert_eq!(run(&["--window", "60"]).status.code(), Some(2));
+    assert_eq!(
+        run(&["--fpr", "1.5", "--synthetic", "10"]).status.code(),
+        Some(2)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
