@@ -106,7 +106,10 @@ impl Bits {
             dirty: Dirty::default(),
         };
         if bits.tail_mask_violated() {
-            return Err(Error::invalid("words", "bits are set past the array's length"));
+            return Err(Error::invalid(
+                "words",
+                "bits are set past the array's length",
+            ));
         }
         Ok(bits)
     }
@@ -202,7 +205,10 @@ impl Bits {
         }
         let rem = self.len % 64;
         if index + 1 == words && rem != 0 && word >> rem != 0 {
-            return Err(Error::invalid("word", "bits are set past the array's length"));
+            return Err(Error::invalid(
+                "word",
+                "bits are set past the array's length",
+            ));
         }
         let slot = &mut self.words[index];
         if word & !*slot != 0 {

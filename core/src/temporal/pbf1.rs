@@ -122,7 +122,12 @@ impl Pbf1 {
 
     /// A dynamic PBF-1: every node gets `node_shape` (at least one bit), the SBF `sbf_shape` (zero
     /// bits for none).
-    pub fn dynamic(g: u64, node_shape: FilterShape, sbf_shape: FilterShape, seed: u64) -> Result<Self> {
+    pub fn dynamic(
+        g: u64,
+        node_shape: FilterShape,
+        sbf_shape: FilterShape,
+        seed: u64,
+    ) -> Result<Self> {
         check_granularity(g)?;
         Ok(Pbf1 {
             seed,
@@ -151,7 +156,10 @@ impl Pbf1 {
 
     /// The filter of node (height, index), if it exists and has bits.
     pub fn node(&self, height: u32, index: u64) -> Option<&BloomFilter> {
-        self.nodes.get(height as usize)?.get(index as usize)?.as_ref()
+        self.nodes
+            .get(height as usize)?
+            .get(index as usize)?
+            .as_ref()
     }
 
     /// The SBF for sub-leaf queries, if it has bits.
@@ -173,10 +181,18 @@ impl Pbf1 {
         for (what, l, r) in [
             ("granularity", self.g, other.g),
             ("seed", self.seed, other.seed),
-            ("horizon", self.horizon.unwrap_or(0), other.horizon.unwrap_or(0)),
+            (
+                "horizon",
+                self.horizon.unwrap_or(0),
+                other.horizon.unwrap_or(0),
+            ),
         ] {
             if l != r {
-                return Err(Error::ShapeMismatch { what, left: l, right: r });
+                return Err(Error::ShapeMismatch {
+                    what,
+                    left: l,
+                    right: r,
+                });
             }
         }
         let mut other = other.clone();
@@ -190,7 +206,12 @@ impl Pbf1 {
                 other.extend_level(h, n)?;
             }
         }
-        for (a, b) in self.nodes.iter_mut().flatten().zip(other.nodes.iter().flatten()) {
+        for (a, b) in self
+            .nodes
+            .iter_mut()
+            .flatten()
+            .zip(other.nodes.iter().flatten())
+        {
             union_optional(a.as_mut(), b.as_ref())?;
         }
         union_optional(
@@ -242,7 +263,8 @@ impl Pbf1 {
         let Some(inter) = node.intersect(&range) else {
             return false;
         };
-        let covered = inter == node || inter.end() + 1 == self.capacity() && inter.start() == node.start();
+        let covered =
+            inter == node || inter.end() + 1 == self.capacity() && inter.start() == node.start();
         match (covered, slot, height) {
             (true, Some(f), _) => {
                 *probes += 1;
@@ -252,9 +274,8 @@ impl Pbf1 {
                 partial.push((slot.as_ref(), inter));
                 false
             }
-            _ => (0..2).any(|c| {
-                self.probe_cover(hash, range, height - 1, index * 2 + c, probes, partial)
-            }),
+            _ => (0..2)
+                .any(|c| self.probe_cover(hash, range, height - 1, index * 2 + c, probes, partial)),
         }
     }
 }
@@ -263,7 +284,10 @@ const ZERO: FilterShape = FilterShape { bits: 0, hashes: 0 };
 
 fn check_granularity(g: u64) -> Result<()> {
     if g == 0 {
-        return Err(Error::invalid("g", "leaf granularity must be at least 1 tick"));
+        return Err(Error::invalid(
+            "g",
+            "leaf granularity must be at least 1 tick",
+        ));
     }
     Ok(())
 }
@@ -384,7 +408,13 @@ impl TemporalFilter for Pbf1 {
     }
 
     fn memory_bits(&self) -> u64 {
-        let nodes: u64 = self.nodes.iter().flatten().flatten().map(Filter::memory_bits).sum();
+        let nodes: u64 = self
+            .nodes
+            .iter()
+            .flatten()
+            .flatten()
+            .map(Filter::memory_bits)
+            .sum();
         nodes + self.sbf.as_ref().map_or(0, TemporalFilter::memory_bits)
     }
 }

@@ -121,7 +121,10 @@ impl Pbf2 {
         let shapes = self
             .levels
             .iter()
-            .map(|l| l.as_ref().map_or(FilterShape { bits: 0, hashes: 0 }, BloomFilter::shape))
+            .map(|l| {
+                l.as_ref()
+                    .map_or(FilterShape { bits: 0, hashes: 0 }, BloomFilter::shape)
+            })
             .collect();
         Allocation::from_live(shapes)
     }
