@@ -22,6 +22,9 @@
 //! Before timing, the measured false positive rate of each filter on 1M absent keys is printed to
 //! stderr beside its size and hash count.
 
+// Benchmarks unwrap their setup: a bad configuration here should stop the run.
+#![allow(clippy::unwrap_used)]
+
 use chronobloom_core::bloom::{BlockedBloomFilter, BloomFilter, Filter};
 use chronobloom_core::hash::{mix64, KeyHash};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};

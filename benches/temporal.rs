@@ -26,6 +26,9 @@
 //! probes per query from `query_counted` and the fraction of queries answered "present", so that
 //! "query time / (mean probes × one Bloom probe)" can be computed from the same run.
 
+// Benchmarks unwrap their setup: a bad configuration here should stop the run.
+#![allow(clippy::unwrap_used)]
+
 use chronobloom_core::bloom::{BloomFilter, Filter, FilterShape};
 use chronobloom_core::hash::{mix64, KeyHash};
 use chronobloom_core::temporal::{Pbf1, Pbf2, Sbf, TemporalFilter, TimeRange};
@@ -72,7 +75,7 @@ impl Zipf {
 
     fn key(&self, u: f64) -> u64 {
         let rank = self.cdf.partition_point(|&c| c < u).min(KEYS - 1);
-        mix64(rank as u64 ^ 0x6b65_79)
+        mix64(rank as u64 ^ 0x006b_6579)
     }
 }
 

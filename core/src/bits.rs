@@ -222,11 +222,11 @@ impl Bits {
     /// The array folded to `to` bits: bit `i` goes to `i mod to` (paper 000 §6). `to` must divide
     /// `len`. With probes reduced `mod m`, this equals the filter built directly with `to` bits.
     pub fn fold(&self, to: u64) -> Result<Bits> {
-        if to == 0 || self.len % to != 0 {
+        if to == 0 || !self.len.is_multiple_of(to) {
             return Err(Error::NotADivisor { from: self.len, to });
         }
         let mut out = Bits::new(to);
-        if to % 64 == 0 {
+        if to.is_multiple_of(64) {
             let per = (to / 64) as usize;
             for chunk in self.words.chunks(per) {
                 for (o, w) in out.words.iter_mut().zip(chunk) {
