@@ -17,7 +17,12 @@
 //! * `query_present` / `query_absent`: queries of inserted keys / of keys never inserted, against
 //!   the full filter (absent queries stop at the first zero bit);
 //! * `probe_only`: `contains_hash` with a precomputed hash (a `mix64` of a counter), absent keys,
-//!   which isolates the probe loop from key hashing.
+//!   which isolates the probe loop from key hashing (streaming fastbloom is left out: it only
+//!   differs from `fastbloom` in hashing).
+//!
+//! Groups are per operation (`bloom/insert/standard`, `bloom/insert/fastbloom`, ...), so the
+//! contenders of one operation are measured back to back and their ratio is least disturbed by
+//! load that drifts during the run.
 //!
 //! Before timing, the measured false positive rate of each filter on 1M absent keys is printed to
 //! stderr beside its size and hash count.
@@ -27,7 +32,8 @@
 
 use chronobloom_core::bloom::{BlockedBloomFilter, BloomFilter, Filter};
 use chronobloom_core::hash::{mix64, KeyHash};
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use std::hash::{BuildHasher, Hasher};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -221,16 +227,22 @@ fn build<F: Contender>(name: &str) -> F {
     f
 }
 
-fn bench_contender<F: Contender>(c: &mut Criterion, name: &str) {
-    let full: F = build(name);
-    let empty = F::empty();
-    let mut g = c.benchmark_group(format!("bloom/{name}"));
-    g.throughput(Throughput::Elements(1));
+/// The four contenders, each built full once; benchmarks are grouped by operation so that the
+/// contenders of one operation run back to back (the machine's load drifts over minutes).
+struct Filters {
+    standard: BloomFilter,
+    fastbloom: FastBloom,
+    blocked: BlockedBloomFilter,
+    stream: FastBloomStream,
+}
 
-    // Inserts: distinct keys into a filter filling up to its design load, reset outside timing.
+/// Inserts of distinct keys into a filter filling from empty to its design load; a fresh empty
+/// copy replaces it outside the timed region when it is full.
+fn bench_insert<F: Contender>(g: &mut BenchmarkGroup<'_, WallTime>, name: &str) {
+    let empty = F::empty();
     let mut filter = empty.clone();
     let mut next = 0u64;
-    g.bench_function("insert", |b| {
+    g.bench_function(name, |b| {
         b.iter_custom(|iters| {
             let mut left = iters;
             let mut spent = Duration::ZERO;
@@ -251,36 +263,79 @@ fn bench_contender<F: Contender>(c: &mut Criterion, name: &str) {
             spent
         })
     });
+}
 
+/// Queries of inserted keys, `0..ITEMS` in turn.
+fn bench_present<F: Contender>(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, full: &F) {
     let mut i = 0u64;
-    g.bench_function("query_present", |b| {
+    g.bench_function(name, |b| {
         b.iter(|| {
             i = if i + 1 == ITEMS { 0 } else { i + 1 };
             full.has(black_box(i))
         })
     });
+}
+
+/// Queries of keys never inserted.
+fn bench_absent<F: Contender>(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, full: &F) {
     let mut i = ABSENT;
-    g.bench_function("query_absent", |b| {
+    g.bench_function(name, |b| {
         b.iter(|| {
             i += 1;
             full.has(black_box(i))
         })
     });
+}
+
+/// `contains_hash` of a `mix64` of a counter: the probe loop without key hashing.
+fn bench_probe<F: Contender>(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, full: &F) {
     let mut i = 0u64;
-    g.bench_function(BenchmarkId::new("probe_only", "absent"), |b| {
+    g.bench_function(name, |b| {
         b.iter(|| {
             i += 1;
             full.has_hash(mix64(black_box(i)))
         })
     });
-    g.finish();
 }
 
 fn bloom(c: &mut Criterion) {
-    bench_contender::<BloomFilter>(c, "standard");
-    bench_contender::<FastBloom>(c, "fastbloom");
-    bench_contender::<BlockedBloomFilter>(c, "blocked");
-    bench_contender::<FastBloomStream>(c, "fastbloom_xxh3_stream");
+    let f = Filters {
+        standard: build("standard"),
+        fastbloom: build("fastbloom"),
+        blocked: build("blocked"),
+        stream: build("fastbloom_xxh3_stream"),
+    };
+
+    let mut g = c.benchmark_group("bloom/insert");
+    g.throughput(Throughput::Elements(1));
+    bench_insert::<BloomFilter>(&mut g, "standard");
+    bench_insert::<FastBloom>(&mut g, "fastbloom");
+    bench_insert::<BlockedBloomFilter>(&mut g, "blocked");
+    bench_insert::<FastBloomStream>(&mut g, "fastbloom_xxh3_stream");
+    g.finish();
+
+    let mut g = c.benchmark_group("bloom/query_present");
+    g.throughput(Throughput::Elements(1));
+    bench_present(&mut g, "standard", &f.standard);
+    bench_present(&mut g, "fastbloom", &f.fastbloom);
+    bench_present(&mut g, "blocked", &f.blocked);
+    bench_present(&mut g, "fastbloom_xxh3_stream", &f.stream);
+    g.finish();
+
+    let mut g = c.benchmark_group("bloom/query_absent");
+    g.throughput(Throughput::Elements(1));
+    bench_absent(&mut g, "standard", &f.standard);
+    bench_absent(&mut g, "fastbloom", &f.fastbloom);
+    bench_absent(&mut g, "blocked", &f.blocked);
+    bench_absent(&mut g, "fastbloom_xxh3_stream", &f.stream);
+    g.finish();
+
+    let mut g = c.benchmark_group("bloom/probe_only");
+    g.throughput(Throughput::Elements(1));
+    bench_probe(&mut g, "standard", &f.standard);
+    bench_probe(&mut g, "fastbloom", &f.fastbloom);
+    bench_probe(&mut g, "blocked", &f.blocked);
+    g.finish();
 }
 
 criterion_group!(benches, bloom);
