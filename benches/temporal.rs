@@ -26,8 +26,9 @@
 //!   shapes, one after another, each filling from empty to the day's record count — one of the L
 //!   filter inserts a PBF-2 insert makes, with the same working set.
 //!
-//! * `pbf2/replay_query/|q|`, `pbf2/replay_insert`: PBF-2's exact Bloom work without the
-//!   structure (see [`bench_replay`]); the cleanest denominator for the 1.3× target.
+//! * `pbf2/replay_insert`, `pbf2/query/replay/|q|`: PBF-2's exact Bloom work without the
+//!   structure ([`replay_inserts`], [`replay_queries`]), each measured right after the PBF-2
+//!   operation it replays; the cleanest denominator for the 1.3× target.
 //!
 //! Printed to stderr (outside timing): the shapes, k, and for every |q| and structure the mean
 //! probes per query from `query_counted` and the fraction of queries answered "present", so that
@@ -39,7 +40,10 @@
 use chronobloom_core::bloom::{BloomFilter, Filter, FilterShape};
 use chronobloom_core::hash::{mix64, KeyHash};
 use chronobloom_core::temporal::{dyadic_cover, Pbf1, Pbf2, Sbf, TemporalFilter, TimeRange};
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{
+    criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
+};
 use std::collections::HashSet;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -126,6 +130,7 @@ fn bench_insert<F: TemporalFilter + Clone>(
     name: &str,
     empty: &F,
     records: &[(u64, u64)],
+    then: impl FnOnce(&mut BenchmarkGroup<'_, WallTime>),
 ) {
     let mut g = c.benchmark_group(format!("temporal/{name}"));
     g.throughput(Throughput::Elements(1));
@@ -152,10 +157,17 @@ fn bench_insert<F: TemporalFilter + Clone>(
             spent
         })
     });
+    then(&mut g);
     g.finish();
 }
 
-fn bench_queries<F: TemporalFilter>(c: &mut Criterion, name: &str, full: &F, w: &Workload) {
+fn bench_queries<F: TemporalFilter>(
+    c: &mut Criterion,
+    name: &str,
+    full: &F,
+    w: &Workload,
+    mut then: impl FnMut(&mut BenchmarkGroup<'_, WallTime>, u64, &[(u64, TimeRange)]),
+) {
     let mut g = c.benchmark_group(format!("temporal/{name}/query"));
     g.throughput(Throughput::Elements(1));
     for (len, qs) in &w.queries {
@@ -176,17 +188,22 @@ fn bench_queries<F: TemporalFilter>(c: &mut Criterion, name: &str, full: &F, w: 
                 full.query(black_box(key), *range)
             })
         });
+        then(&mut g, *len, qs);
     }
     g.finish();
 }
 
-/// PBF-2's own Bloom work replayed without the structure: for every query, the (level, bucket)
-/// probes it makes (its dyadic cover, in order, up to the first "maybe"), precomputed; the timed
-/// loop hashes the key and makes exactly those `contains_hash(h.at(bucket))` calls on the same
-/// level filters. Likewise for inserts: hash the key, then `insert_hash(h.at(t >> l))` on fresh
-/// filters of every level's shape. "PBF-2 time / replay time" is the structure's overhead over
-/// (its probes × one Bloom probe), with the same filters, fill, cache footprint and early exits.
-fn bench_replay(c: &mut Criterion, empty: &Pbf2, full: &Pbf2, w: &Workload) {
+/// PBF-2's own Bloom work for the queries `qs`, replayed without the structure: each query's
+/// (level, bucket) probes (its dyadic cover, in order, up to the first "maybe") are precomputed;
+/// the timed loop hashes the key and makes exactly those `contains_hash(h.at(bucket))` calls on the
+/// same level filters. "PBF-2 query / replay" is the structure's overhead over (its probes × one
+/// Bloom probe), with the same filters, fill, cache footprint and early exits.
+fn replay_queries(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    full: &Pbf2,
+    len: u64,
+    qs: &[(u64, TimeRange)],
+) {
     let levels: Vec<&BloomFilter> = (0..full.levels()).filter_map(|l| full.level(l)).collect();
     assert_eq!(
         levels.len() as u32,
@@ -194,62 +211,58 @@ fn bench_replay(c: &mut Criterion, empty: &Pbf2, full: &Pbf2, w: &Workload) {
         "uniform PBF-2 has a filter per level"
     );
     let top = full.levels() - 1;
-    let mut g = c.benchmark_group("temporal/pbf2/replay_query");
-    g.throughput(Throughput::Elements(1));
-    for (len, qs) in &w.queries {
-        // Per query: its key and its probes (level, bucket).
-        let plans: Vec<(u64, Vec<(usize, u64)>)> = qs
-            .iter()
-            .map(|(key, range)| {
-                let h = KeyHash::of(key, SEED);
-                let mut probes = Vec::new();
-                for b in dyadic_cover(*range, top) {
-                    probes.push((b.level as usize, b.bucket));
-                    if levels[b.level as usize].contains_hash(h.at(b.bucket)) {
-                        break;
-                    }
+    let plans: Vec<(u64, Vec<(usize, u64)>)> = qs
+        .iter()
+        .map(|(key, range)| {
+            let h = KeyHash::of(key, SEED);
+            let mut probes = Vec::new();
+            for b in dyadic_cover(*range, top) {
+                probes.push((b.level as usize, b.bucket));
+                if levels[b.level as usize].contains_hash(h.at(b.bucket)) {
+                    break;
                 }
-                assert_eq!(
-                    probes.len() as u64,
-                    full.query_counted(key, *range).probes,
-                    "the replay makes the query's probes"
-                );
-                (*key, probes)
-            })
-            .collect();
-        let mut i = 0usize;
-        g.bench_function(BenchmarkId::from_parameter(len), |b| {
-            b.iter(|| {
-                i = (i + 1) % plans.len();
-                let (key, probes) = &plans[i];
-                let h = KeyHash::of(black_box(key), SEED);
-                probes
-                    .iter()
-                    .any(|&(l, bucket)| levels[l].contains_hash(h.at(bucket)))
-            })
-        });
-    }
-    g.finish();
+            }
+            assert_eq!(
+                probes.len() as u64,
+                full.query_counted(key, *range).probes,
+                "the replay makes the query's probes"
+            );
+            (*key, probes)
+        })
+        .collect();
+    let mut i = 0usize;
+    g.bench_function(BenchmarkId::new("replay", len), |b| {
+        b.iter(|| {
+            i = (i + 1) % plans.len();
+            let (key, probes) = &plans[i];
+            let h = KeyHash::of(black_box(key), SEED);
+            probes
+                .iter()
+                .any(|&(l, bucket)| levels[l].contains_hash(h.at(bucket)))
+        })
+    });
+}
 
-    let mut g = c.benchmark_group("temporal/pbf2/replay_insert");
-    g.throughput(Throughput::Elements(1));
+/// PBF-2's inserts replayed without the structure: hash the key, then `insert_hash(h.at(t >> l))`
+/// into fresh filters of every level's shape (replaced outside timing after a day).
+fn replay_inserts(g: &mut BenchmarkGroup<'_, WallTime>, empty: &Pbf2, records: &[(u64, u64)]) {
     let fresh: Vec<BloomFilter> = (0..empty.levels())
         .filter_map(|l| empty.level(l).cloned())
         .collect();
     let mut filters = fresh.clone();
     let mut next = 0usize;
-    g.bench_function("insert", |b| {
+    g.bench_function("replay_insert", |b| {
         b.iter_custom(|iters| {
             let mut left = iters;
             let mut spent = Duration::ZERO;
             while left > 0 {
-                if next == w.records.len() {
+                if next == records.len() {
                     filters = fresh.clone();
                     next = 0;
                 }
-                let n = left.min((w.records.len() - next) as u64) as usize;
+                let n = left.min((records.len() - next) as u64) as usize;
                 let start = Instant::now();
-                for (key, tick) in &w.records[next..next + n] {
+                for (key, tick) in &records[next..next + n] {
                     let h = KeyHash::of(black_box(key), SEED);
                     for (l, f) in filters.iter_mut().enumerate() {
                         f.insert_hash(h.at(tick >> l));
@@ -262,7 +275,6 @@ fn bench_replay(c: &mut Criterion, empty: &Pbf2, full: &Pbf2, w: &Workload) {
             spent
         })
     });
-    g.finish();
 }
 
 /// The unit costs of one PBF-2 probe and one Bloom insert, measured beside the structures.
@@ -346,19 +358,22 @@ fn temporal(c: &mut Criterion) {
 
     let full2 = fill(pbf2.clone(), &w.records);
     bench_units(c, &full2);
-    bench_insert(c, "pbf2", &pbf2, &w.records);
-    bench_queries(c, "pbf2", &full2, &w);
-    bench_replay(c, &pbf2, &full2, &w);
+    bench_insert(c, "pbf2", &pbf2, &w.records, |g| {
+        replay_inserts(g, &pbf2, &w.records)
+    });
+    bench_queries(c, "pbf2", &full2, &w, |g, len, qs| {
+        replay_queries(g, &full2, len, qs)
+    });
     drop(full2);
 
     let full1 = fill(pbf1.clone(), &w.records);
-    bench_insert(c, "pbf1", &pbf1, &w.records);
-    bench_queries(c, "pbf1", &full1, &w);
+    bench_insert(c, "pbf1", &pbf1, &w.records, |_| {});
+    bench_queries(c, "pbf1", &full1, &w, |_, _, _| {});
     drop(full1);
 
     let full0 = fill(sbf.clone(), &w.records);
-    bench_insert(c, "sbf", &sbf, &w.records);
-    bench_queries(c, "sbf", &full0, &w);
+    bench_insert(c, "sbf", &sbf, &w.records, |_| {});
+    bench_queries(c, "sbf", &full0, &w, |_, _, _| {});
 }
 
 criterion_group!(benches, temporal);
