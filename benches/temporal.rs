@@ -5,9 +5,10 @@
 //! from 2^18 distinct `u64` keys with Zipf(1) popularity. (With 1M records, m / L = 2.8M bits per
 //! level holds 2.9 bits per (key, tick) at level 0: k = 3 and most queries end early on a false
 //! positive. 250,000 records give 11 bits per item, k = 8, and mostly negative answers, the
-//! regime of the paper's figures.) Workload: for each
-//! |q| ∈ {16, 64, 256, 1024, 4096, 8192}, 4096 queries with a key drawn from the same Zipf law and a
-//! uniformly random start in [0, T − |q|].
+//! regime of the paper's figures.)
+//!
+//! Workload: for each |q| ∈ {16, 64, 256, 1024, 4096, 8192}, 4096 queries with a key drawn from the
+//! same Zipf law and a uniformly random start in [0, T − |q|].
 //!
 //! Hash count: the uniform setting gives every filter the same bits and the same k; k is the
 //! allocation rule `ceil((m_i / d_i) ln 2)` (capped at 16) for PBF-2's most loaded filter, level 0,
@@ -24,8 +25,7 @@
 //!   on each level's filter in turn — against the full PBF-2;
 //! * `unit/bloom_insert_all_levels`: `insert_hash(h.at(i))` into fresh filters of the levels'
 //!   shapes, one after another, each filling from empty to the day's record count — one of the L
-//!   filter inserts a PBF-2 insert makes, with the same working set.
-//!
+//!   filter inserts a PBF-2 insert makes, with the same working set;
 //! * `pbf2/replay_insert`, `pbf2/query/replay/|q|`: PBF-2's exact Bloom work without the
 //!   structure ([`replay_inserts`], [`replay_queries`]), each measured right after the PBF-2
 //!   operation it replays; the cleanest denominator for the 1.3× target.
