@@ -144,13 +144,14 @@ impl Bits {
         let w = (i / 64) as usize;
         let b = 1u64 << (i % 64);
         let old = self.words[w];
-        if old & b == 0 {
-            self.words[w] = old | b;
+        // Store unconditionally: a branch on `old` would wait for the (usually missing) cache line
+        // and mispredict about half the time while a filter fills; only dirty tracking needs it.
+        self.words[w] = old | b;
+        let fresh = old & b == 0;
+        if self.dirty.enabled && fresh {
             self.dirty.mark(w);
-            true
-        } else {
-            false
         }
+        fresh
     }
 
     /// Tests bit `i` (`i < len`).

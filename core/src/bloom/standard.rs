@@ -151,10 +151,19 @@ impl Filter for BloomFilter {
         }
     }
 
+    // The probe loop written out rather than through `Probes`, which compiles to a longer loop;
+    // the positions are the same (the tests compare them).
     #[inline]
     fn contains_hash(&self, hash: KeyHash) -> bool {
-        hash.probes(self.hashes, self.modulus)
-            .all(|p| self.bits.test(p))
+        let (mut g, mut d) = (hash.lo, hash.hi);
+        for i in 1..=u64::from(self.hashes) {
+            if !self.bits.test(self.modulus.reduce(g)) {
+                return false;
+            }
+            g = g.wrapping_add(d);
+            d = d.wrapping_add(i);
+        }
+        true
     }
 
     fn bit_len(&self) -> u64 {
@@ -171,5 +180,47 @@ impl Filter for BloomFilter {
 
     fn memory_bits(&self) -> u64 {
         self.bits.memory_bits()
+    }
+}
+
+#[cfg(test)]
+mod probe_loop_tests {
+    use super::*;
+    use crate::hash::mix64;
+
+    /// `contains_hash` writes the probe loop out; it must test exactly the positions of `Probes`.
+    #[test]
+    fn contains_hash_tests_exactly_the_probes_positions() {
+        for (bits, hashes) in [
+            (1, 3),
+            (7, 1),
+            (64, 5),
+            (1_000, 7),
+            (95_850_584, 7),
+            (12_345, 16),
+        ] {
+            for j in 0..200u64 {
+                let hash = KeyHash {
+                    lo: mix64(j),
+                    hi: mix64(j ^ 0xabcd),
+                };
+                let mut f = BloomFilter::new(bits, hashes, 0).expect("valid shape");
+                let positions: Vec<u64> = hash.probes(hashes, f.modulus).collect();
+                for &p in &positions {
+                    f.bits.set(p);
+                }
+                assert!(f.contains_hash(hash));
+                for &p in &positions {
+                    let mut g = BloomFilter::new(bits, hashes, 0).expect("valid shape");
+                    for &q in positions.iter().filter(|&&q| q != p) {
+                        g.bits.set(q);
+                    }
+                    assert!(
+                        !g.contains_hash(hash),
+                        "bit {p} of m = {bits} must be tested"
+                    );
+                }
+            }
+        }
     }
 }

@@ -23,7 +23,7 @@
 //!    (paper 000, Algorithm 4), which needs the same (key, bucket) to land on the same bits.
 //! 4. **Probe positions** ([`Probes`]). Enhanced double hashing on `(h1, h2) = (lo, hi)` in wrapping
 //!    64-bit arithmetic: `g_0 = h1`, `d_0 = h2`; `g_{i+1} = g_i + d_i`, `d_{i+1} = d_i + (i + 1)`.
-//!    The i-th probe is `g_i mod m`, computed exactly with Lemire's fastmod ([`FastMod`]). Because
+//!    The i-th probe is `g_i mod m`, computed exactly without a division ([`FastMod`]). Because
 //!    the reduction is a true `mod m`, folding an `m`-bit filter to `m* | m` bits (bit `i` to
 //!    `i mod m*`) gives the filter built directly with `m*` bits.
 
@@ -65,6 +65,7 @@ impl KeyHash {
     }
 
     /// Hashes an already canonical byte string.
+    #[inline]
     pub fn of_bytes(bytes: &[u8], seed: u64) -> Self {
         let h = xxhash_rust::xxh3::xxh3_128_with_seed(bytes, seed);
         KeyHash {

@@ -100,49 +100,7 @@ fn mix64_is_pinned() {
     assert_eq!(mix64(1), 0xb456_bcfc_34c2_cb2c);
 }
 
-#[test]
-fn fastmod_edge_cases() {
-    for d in [
-        1u64,
-        2,
-        3,
-        7,
-        64,
-        1_000_003,
-        u32::MAX as u64,
-        1 << 32,
-        (1 << 32) + 1,
-        u64::MAX - 1,
-        u64::MAX,
-    ] {
-        let f = FastMod::new(d).unwrap();
-        for a in [
-            0u64,
-            1,
-            d - 1,
-            d,
-            d.wrapping_add(1),
-            u64::MAX,
-            u64::MAX - 1,
-            1 << 63,
-        ] {
-            assert_eq!(f.reduce(a), a % d, "{a} mod {d}");
-        }
-    }
-    assert!(FastMod::new(0).is_none());
-}
-
 proptest! {
-    #[test]
-    fn fastmod_equals_remainder(a in any::<u64>(), d in 1u64..) {
-        prop_assert_eq!(FastMod::new(d).unwrap().reduce(a), a % d);
-    }
-
-    #[test]
-    fn fastmod_equals_remainder_small_divisors(a in any::<u64>(), d in 1u64..100_000) {
-        prop_assert_eq!(FastMod::new(d).unwrap().reduce(a), a % d);
-    }
-
     /// Probes reduced mod m, reduced again mod a divisor m*, are the probes at m*: what makes
     /// folding exact.
     #[test]

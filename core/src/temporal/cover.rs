@@ -52,6 +52,7 @@ pub struct DyadicCover {
 impl Iterator for DyadicCover {
     type Item = Block;
 
+    #[inline]
     fn next(&mut self) -> Option<Block> {
         if self.next > self.end {
             return None;

@@ -117,6 +117,7 @@ impl Pbf2 {
     }
 
     /// Level ℓ's filter (`None` when it has no bits or does not exist).
+    #[inline]
     pub fn level(&self, level: u32) -> Option<&BloomFilter> {
         self.levels.get(level as usize)?.as_ref()
     }
@@ -350,7 +351,14 @@ impl TemporalFilter for Pbf2 {
             };
         };
         let top = self.levels() - 1;
-        let present = dyadic_cover(range, top).any(|b| self.probe_block(hash, b, &mut probes));
+        let present = dyadic_cover(range, top).any(|b| match self.level(b.level) {
+            // The common case, inline: the block's level has a filter.
+            Some(f) => {
+                probes += 1;
+                f.contains_hash(hash.at(b.bucket))
+            }
+            None => self.probe_block(hash, b, &mut probes),
+        });
         Answer { present, probes }
     }
 
