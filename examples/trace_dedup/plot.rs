@@ -45,9 +45,11 @@ pub fn write(
             .y_label_area_size(70)
             .caption(label, ("sans-serif", 14))
             .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
+        let small = y_max < 0.01;
         chart
             .configure_mesh()
             .x_desc("trace time (s)")
+            .y_label_formatter(&|v| if small { format!("{v:.1e}") } else { format!("{v:.2}") })
             .light_line_style(WHITE)
             .draw()?;
         chart.draw_series(LineSeries::new(
