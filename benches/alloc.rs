@@ -1,12 +1,15 @@
-//! Allocation solve time (paper 000 Fig. 18: PBF-1 at T = 86,400, g = 4 took 0.1 s, PBF-2 100 µs).
+//! Allocation solve time (paper 000 Fig. 18: PBF-1 at T = 86,400, g = 4 took 0.1 s, PBF-2 100 µs),
+//! and the insert cost of a PBF-2 configured by a learned allocation against a uniform one: levels
+//! the workload never probes get no bits and are skipped on insert.
 //!
 //! `cargo bench --bench alloc`. The statistics come from a synthetic day: Zipf-like keys with a
-//! diurnal rate, and range queries of up to an hour, counted exactly by the workload helpers.
+//! diurnal rate, and range queries of up to an hour (short ones, up to 64 ticks, for the insert
+//! comparison), counted exactly by the workload helpers.
 
 use chronobloom::core::alloc::{solve, FilterStats, Pbf1Workload, Pbf2Workload, Strategy};
 use chronobloom::core::hash::{mix64, KeyHash};
-use chronobloom::core::temporal::TimeRange;
-use criterion::{criterion_group, criterion_main, Criterion};
+use chronobloom::core::temporal::{Pbf2, TemporalFilter, TimeRange};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 
 const T: u64 = 86_400;
@@ -71,5 +74,42 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// PBF-2 insert per record, m = 5·10^7: uniform bits (hashes fitted per level) against the
+/// optimal allocation for a workload of short queries, which gives the coarse levels no bits.
+fn insert_cost(c: &mut Criterion) {
+    let mut w = Pbf2Workload::new(T).expect("valid horizon");
+    records().for_each(|(h, t)| w.insert(h, t).expect("tick inside the horizon"));
+    (0..QUERIES)
+        .filter_map(|i| {
+            let len = 1 + (unit(5, i) * 64.0) as u64;
+            let s = (unit(6, i) * (T - len) as f64) as u64;
+            TimeRange::new(s, s + len - 1).ok()
+        })
+        .for_each(|r| w.query(r));
+    let stats = w.stats();
+    let batch: Vec<(KeyHash, u64)> = records().take(100_000).collect();
+    let mut group = c.benchmark_group("pbf2_insert_m5e7");
+    group.throughput(Throughput::Elements(batch.len() as u64));
+    for strategy in [Strategy::Uniform, Strategy::Optimal] {
+        let alloc = strategy
+            .allocate(&stats, 50_000_000, 16)
+            .expect("valid statistics");
+        let levels = alloc.shapes().iter().filter(|s| s.bits > 0).count();
+        println!(
+            "{strategy:?}: {levels} of {} levels have bits",
+            alloc.shapes().len()
+        );
+        let mut pbf = Pbf2::new(T, &alloc, 0).expect("valid allocation");
+        group.bench_function(format!("{strategy:?}"), |b| {
+            b.iter(|| {
+                for &(h, t) in &batch {
+                    pbf.insert_hash(h, t).expect("tick inside the horizon");
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, insert_cost);
 criterion_main!(benches);

@@ -49,7 +49,13 @@ pub fn write(
         chart
             .configure_mesh()
             .x_desc("trace time (s)")
-            .y_label_formatter(&|v| if small { format!("{v:.1e}") } else { format!("{v:.2}") })
+            .y_label_formatter(&|v| {
+                if small {
+                    format!("{v:.1e}")
+                } else {
+                    format!("{v:.2}")
+                }
+            })
             .light_line_style(WHITE)
             .draw()?;
         chart.draw_series(LineSeries::new(
