@@ -4,6 +4,8 @@
 //! same input; query answers (and their probe counts) are identical too, with no false negative.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use chronobloom::core::temporal::{Allocation, Pbf2, TemporalFilter, TimeRange};
 use chronobloom::operators::digest::{state_digest, EpochDigest};
 use chronobloom::operators::stats::{EpochStats, RejectReason};
@@ -544,67 +546,12 @@ fn two_process_child() {
 
 #[test]
 fn two_processes_over_loopback() {
-    use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
-    let dir = std::env::temp_dir().join(format!("chronobloom-2p-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let ports: Vec<u16> = (0..2)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect::<Vec<_>>()
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect();
-    let hosts = dir.join("hosts.txt");
-    let lines: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
-    std::fs::write(&hosts, lines.join("\n") + "\n").unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let mut children: Vec<_> = (0..2)
-        .map(|p| {
-            Command::new(&exe)
-                .args([
-                    "--exact",
-                    "two_process_child",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .env(
-                    CHILD_ENV,
-                    format!("-w 1 -n 2 -p {p} -h {}", hosts.display()),
-                )
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while children.iter_mut().any(|c| c.try_wait().unwrap().is_none()) {
-        if Instant::now() > deadline {
-            for c in &mut children {
-                let _ = c.kill();
-            }
-            panic!("the two processes did not finish within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let mut all = Outcome::default();
-    for c in children {
-        let o = c.wait_with_output().unwrap();
-        let stdout = String::from_utf8_lossy(&o.stdout);
-        assert!(
-            o.status.success(),
-            "child failed: {stdout}\n{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let line = stdout
-            .lines()
-            .find_map(|l| l.split_once(RESULT_PREFIX).map(|(_, json)| json))
-            .unwrap_or_else(|| panic!("no outcome in child output: {stdout}"));
-        let out: Outcome = serde_json::from_str(line).unwrap();
+    for line in support::two_processes("two_process_child", CHILD_ENV, RESULT_PREFIX) {
+        let out: Outcome = serde_json::from_str(&line).unwrap();
         all.digests.extend(out.digests);
         all.answers.extend(out.answers);
     }
-    let _ = std::fs::remove_dir_all(&dir);
     all.digests.sort();
     all.answers.sort();
     let wl = workload();

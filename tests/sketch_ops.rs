@@ -4,6 +4,8 @@
 //! short queries probe; and the dataflow completes when partitions have no records or no queries.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use chronobloom::core::alloc::OnlineStrategy;
 use chronobloom::core::hash::KeyHash;
 use chronobloom::core::temporal::{Allocation, AllocationStrategy, TimeRange};
@@ -417,67 +419,12 @@ fn two_process_child() {
 
 #[test]
 fn two_processes_over_loopback() {
-    use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
-    let dir = std::env::temp_dir().join(format!("chronobloom-sketch-2p-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let ports: Vec<u16> = (0..2)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect::<Vec<_>>()
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect();
-    let hosts = dir.join("hosts.txt");
-    let lines: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
-    std::fs::write(&hosts, lines.join("\n") + "\n").unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let mut children: Vec<_> = (0..2)
-        .map(|p| {
-            Command::new(&exe)
-                .args([
-                    "--exact",
-                    "two_process_child",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .env(
-                    CHILD_ENV,
-                    format!("-w 1 -n 2 -p {p} -h {}", hosts.display()),
-                )
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while children.iter_mut().any(|c| c.try_wait().unwrap().is_none()) {
-        if Instant::now() > deadline {
-            for c in &mut children {
-                let _ = c.kill();
-            }
-            panic!("the two processes did not finish within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let mut all = Outcome::default();
-    for c in children {
-        let o = c.wait_with_output().unwrap();
-        let stdout = String::from_utf8_lossy(&o.stdout);
-        assert!(
-            o.status.success(),
-            "child failed: {stdout}\n{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let line = stdout
-            .lines()
-            .find_map(|l| l.split_once(RESULT_PREFIX).map(|(_, json)| json))
-            .unwrap_or_else(|| panic!("no outcome in child output: {stdout}"));
-        let out: Outcome = serde_json::from_str(line).unwrap();
+    for line in support::two_processes("two_process_child", CHILD_ENV, RESULT_PREFIX) {
+        let out: Outcome = serde_json::from_str(&line).unwrap();
         all.allocations.extend(out.allocations);
         all.reports.extend(out.reports);
     }
-    let _ = std::fs::remove_dir_all(&dir);
     check(
         &all,
         &reference(Lag::Simple, &workload()),
