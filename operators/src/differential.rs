@@ -6,10 +6,12 @@
 //! differential's operators). Differences are not consolidated first: a key inserted and retracted
 //! at the same time is inserted, and its retraction reported.
 //!
-//! Dedup of a collection within a window is not offered here: it belongs with the `Dedup`
-//! operator.
+//! [`DedupCollection`] dedups a collection within a window with the [`Dedup`] operator: positive
+//! differences are records, negative ones are reported the same way.
 
 use crate::config::IndexConfig;
+use crate::dedup::{Dedup, DedupConfig};
+use crate::dedup_stats::DedupStats;
 use crate::delta::Shipment;
 use crate::index::LocalIndex;
 use crate::query::{IndexEvent, MergeQuery};
@@ -181,6 +183,89 @@ impl<'scope, Q: Key + ExchangeData + Clone> QueryCollection<'scope, Q>
             answers: answers.as_collection(),
             unsupported: unsupported.as_collection(),
             stats,
+        }
+    }
+}
+
+/// A deduplicated collection.
+pub struct DedupedCollection<'scope, D: 'static> {
+    /// Each passed record with difference +1, at its own time.
+    pub passed: VecCollection<'scope, u64, D, isize>,
+    /// The retractions, which cannot un-see a record, as they came in.
+    pub unsupported: VecCollection<'scope, u64, D, isize>,
+    /// Each worker's statistics per epoch ([`crate::DedupStreams::stats`]), counting one record
+    /// per positive update.
+    pub stats: StreamVec<'scope, u64, DedupStats>,
+}
+
+/// Windowed deduplication of a collection whose update times are its ticks, with the semantics
+/// of [`Dedup`] (see [`crate::dedup`]).
+///
+/// A positive difference `n` is `n` copies of the record at its time: copies of one key at one
+/// tick, so at most one passes. An update is decided as one record (the `n - 1` extra copies are
+/// not materialised, so any difference costs the same); among a tick's records of one key, the
+/// one with the smallest `bincode` encoding passes, as in [`Dedup`]. Negative differences are not applied: a record passed
+/// or dropped cannot be un-seen, so they come out, unchanged, as `unsupported`. Differences are
+/// not consolidated first.
+///
+/// ```
+/// use differential_dataflow::input::InputSession;
+/// use timely::dataflow::operators::capture::{Capture, Extract};
+/// use chronobloom_operators::{DedupCollection, DedupConfig};
+///
+/// let cfg = DedupConfig::builder().window(60).epoch_len(10).expected_items_per_window(1_000)
+///     .build().unwrap();
+/// let (passed, unsupported) = timely::execute_directly(move |worker| {
+///     let mut input = InputSession::<u64, (u64, u64), isize>::new();
+///     let out = worker.dataflow(|scope| {
+///         // (user, page) views, deduplicated by user
+///         let deduped = input.to_collection(scope).dedup_collection(&cfg, |v: &(u64, u64)| v.0);
+///         (deduped.passed.inner.capture(), deduped.unsupported.inner.capture())
+///     });
+///     input.update_at((7, 1), 0, 3); // three views at tick 0: one passes
+///     input.update_at((7, 2), 30, 1); // 30 ticks later, inside the window: dropped
+///     input.update_at((7, 2), 40, -1); // a retraction: reported
+///     input.update_at((7, 1), 100, 1); // 70 ticks after the last view: passes
+///     out
+/// });
+/// let passed: Vec<_> = passed.extract().into_iter().flat_map(|(_, d)| d).collect();
+/// assert_eq!(passed, vec![((7, 1), 0, 1), ((7, 1), 100, 1)]);
+/// let retractions: Vec<_> = unsupported.extract().into_iter().flat_map(|(_, d)| d).collect();
+/// assert_eq!(retractions, vec![((7, 2), 40, -1)]);
+/// ```
+pub trait DedupCollection<'scope, D: 'static> {
+    /// Passes each record whose key (`key(record)`) was not seen in the window ending at its
+    /// time; reports negative differences.
+    fn dedup_collection<K, F>(self, config: &DedupConfig, key: F) -> DedupedCollection<'scope, D>
+    where
+        K: Key,
+        F: Fn(&D) -> K + 'static;
+}
+
+impl<'scope, D: ExchangeData> DedupCollection<'scope, D> for VecCollection<'scope, u64, D, isize> {
+    fn dedup_collection<K, F>(self, config: &DedupConfig, key: F) -> DedupedCollection<'scope, D>
+    where
+        K: Key,
+        F: Fn(&D) -> K + 'static,
+    {
+        let (records, unsupported) = split_signs(self.inner, "DedupCollection", |d, n| Ok((d, n)));
+        let out = records.dedup_by(config, move |(d, _): &(D, isize)| key(d));
+        let passed: StreamVec<'scope, u64, (D, u64, isize)> =
+            out.passed.unary(Pipeline, "DedupCollectionPassed", |_, _| {
+                move |input, output| {
+                    input.for_each_stamp(|cap, data| {
+                        let Some(&t) = cap.least() else { return };
+                        let mut session = output.session(&cap);
+                        for batch in data {
+                            session.give_iterator(batch.drain(..).map(|(d, _)| (d, t, 1)));
+                        }
+                    });
+                }
+            });
+        DedupedCollection {
+            passed: passed.as_collection(),
+            unsupported: unsupported.as_collection(),
+            stats: out.stats,
         }
     }
 }

@@ -48,5 +48,6 @@ pub mod differential;
 pub use differential::{
     AnsweredQueries, IndexCollection, IndexedCollection, QueryCollection, RangeQuery,
 };
+pub use differential::{DedupCollection, DedupedCollection};
 /// The Differential Dataflow version the collection traits are built on.
 pub use differential_dataflow;
