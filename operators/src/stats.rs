@@ -2,7 +2,7 @@
 //!
 //! Every worker emits one [`EpochStats`] for each epoch in which any worker saw a record, once
 //! that epoch is merged. Nothing a user sends panics a worker: records that cannot be indexed are
-//! counted in [`EpochStats::rejected`] under their [`RejectReason`].
+//! counted in [`LocalStats::rejected`] under their [`RejectReason`].
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
