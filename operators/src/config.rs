@@ -41,7 +41,11 @@ pub const DEFAULT_MAX_BUFFERED: u64 = 1 << 22;
 /// **partitions** of `partition_len` ticks (one static PBF-2 over `0..partition_len` each). A
 /// record at tick `t` goes to partition `t / partition_len` at local tick `t % partition_len`;
 /// ticks at or past `partitions * partition_len` are rejected and counted.
+///
+/// Deserializing goes through [`IndexConfigBuilder::build`], so a configuration read from a file
+/// or another process is validated like one built in code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "IndexConfigFields", into = "IndexConfigFields")]
 pub struct IndexConfig {
     epoch_len: Tick,
     partition_len: Tick,
@@ -52,6 +56,53 @@ pub struct IndexConfig {
     digest: bool,
     max_buffered: u64,
     allocation_lag: AllocationLag,
+}
+
+/// The serialized form of an [`IndexConfig`].
+#[derive(Serialize, Deserialize)]
+struct IndexConfigFields {
+    epoch_len: Tick,
+    partition_len: Tick,
+    partitions: u64,
+    allocation: Allocation,
+    seed: u64,
+    placement: Placement,
+    digest: bool,
+    max_buffered: u64,
+    allocation_lag: AllocationLag,
+}
+
+impl From<IndexConfig> for IndexConfigFields {
+    fn from(c: IndexConfig) -> Self {
+        IndexConfigFields {
+            epoch_len: c.epoch_len,
+            partition_len: c.partition_len,
+            partitions: c.partitions,
+            allocation: c.allocation,
+            seed: c.seed,
+            placement: c.placement,
+            digest: c.digest,
+            max_buffered: c.max_buffered,
+            allocation_lag: c.allocation_lag,
+        }
+    }
+}
+
+impl TryFrom<IndexConfigFields> for IndexConfig {
+    type Error = Error;
+    fn try_from(f: IndexConfigFields) -> Result<Self> {
+        IndexConfig::builder()
+            .epoch_len(f.epoch_len)
+            .partition_len(f.partition_len)
+            .partitions(f.partitions)
+            .allocation(f.allocation)
+            .seed(f.seed)
+            .placement(f.placement)
+            .digest(f.digest)
+            .max_buffered(f.max_buffered)
+            .allocation_lag(f.allocation_lag)
+            .build()
+    }
 }
 
 impl IndexConfig {
@@ -382,6 +433,17 @@ mod tests {
             Err(Error::Config { name: n, .. }) => assert_eq!(n, name),
             other => panic!("expected a config error on {name}, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn deserializing_validates() {
+        let good = base().partitions(3).build().unwrap();
+        let bytes = bincode::serialize(&good).unwrap();
+        assert_eq!(bincode::deserialize::<IndexConfig>(&bytes).unwrap(), good);
+        let mut bad = IndexConfigFields::from(good);
+        bad.epoch_len = 0;
+        let bytes = bincode::serialize(&bad).unwrap();
+        assert!(bincode::deserialize::<IndexConfig>(&bytes).is_err());
     }
 
     #[test]

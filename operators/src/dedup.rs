@@ -99,8 +99,10 @@ enum Expected {
     PerEpoch(u64),
 }
 
-/// A validated dedup configuration ([`DedupConfig::builder`]).
+/// A validated dedup configuration ([`DedupConfig::builder`]). Deserializing goes through the
+/// builder, so a configuration read from elsewhere is validated like one built in code.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "DedupConfigFields", into = "DedupConfigFields")]
 pub struct DedupConfig {
     window: Tick,
     fpr: f64,
@@ -109,6 +111,47 @@ pub struct DedupConfig {
     expected_items: u64,
     shards: u32,
     seed: u64,
+}
+
+/// The serialized form of a [`DedupConfig`].
+#[derive(Serialize, Deserialize)]
+struct DedupConfigFields {
+    window: Tick,
+    fpr: f64,
+    epoch_len: Tick,
+    mode: DedupMode,
+    expected_items: u64,
+    shards: u32,
+    seed: u64,
+}
+
+impl From<DedupConfig> for DedupConfigFields {
+    fn from(c: DedupConfig) -> Self {
+        DedupConfigFields {
+            window: c.window,
+            fpr: c.fpr,
+            epoch_len: c.epoch_len,
+            mode: c.mode,
+            expected_items: c.expected_items,
+            shards: c.shards,
+            seed: c.seed,
+        }
+    }
+}
+
+impl TryFrom<DedupConfigFields> for DedupConfig {
+    type Error = Error;
+    fn try_from(f: DedupConfigFields) -> Result<Self> {
+        DedupConfig::builder()
+            .window(f.window)
+            .fpr(f.fpr)
+            .epoch_len(f.epoch_len)
+            .mode(f.mode)
+            .expected_items_per_window(f.expected_items)
+            .shards(f.shards)
+            .seed(f.seed)
+            .build()
+    }
 }
 
 /// Builds a [`DedupConfig`]; `window`, `epoch_len` and the expected number of keys are required.
@@ -921,6 +964,21 @@ fn encode<D: Serialize>(record: &D) -> Vec<u8> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deserializing_validates() {
+        let good = DedupConfig::builder()
+            .window(60)
+            .epoch_len(10)
+            .expected_items_per_window(10_000)
+            .build()
+            .unwrap();
+        let bytes = bincode::serialize(&good).unwrap();
+        assert_eq!(bincode::deserialize::<DedupConfig>(&bytes).unwrap(), good);
+        let mut bad = DedupConfigFields::from(good);
+        bad.fpr = 2.0;
+        assert!(bincode::deserialize::<DedupConfig>(&bincode::serialize(&bad).unwrap()).is_err());
+    }
 
     #[test]
     fn builder_validates() {
