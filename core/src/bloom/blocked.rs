@@ -22,11 +22,52 @@ pub const BLOCK_BITS: u64 = 512;
 /// assert!(f.contains(&"x"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "BlockedFields", into = "BlockedFields")]
 pub struct BlockedBloomFilter {
     hashes: u32,
     seed: u64,
     blocks: FastMod,
     bits: Bits,
+}
+
+/// The serialized form, checked on the way in (whole blocks, a valid hash count).
+#[derive(Serialize, Deserialize)]
+struct BlockedFields {
+    hashes: u32,
+    seed: u64,
+    blocks: FastMod,
+    bits: Bits,
+}
+
+impl From<BlockedBloomFilter> for BlockedFields {
+    fn from(f: BlockedBloomFilter) -> Self {
+        BlockedFields {
+            hashes: f.hashes,
+            seed: f.seed,
+            blocks: f.blocks,
+            bits: f.bits,
+        }
+    }
+}
+
+impl TryFrom<BlockedFields> for BlockedBloomFilter {
+    type Error = Error;
+    fn try_from(f: BlockedFields) -> Result<Self> {
+        FilterShape::new(f.bits.len(), f.hashes)?;
+        if f.blocks.divisor().checked_mul(BLOCK_BITS) != Some(f.bits.len()) {
+            return Err(Error::ShapeMismatch {
+                what: "blocks vs bit length",
+                left: f.blocks.divisor(),
+                right: f.bits.len(),
+            });
+        }
+        Ok(BlockedBloomFilter {
+            hashes: f.hashes,
+            seed: f.seed,
+            blocks: f.blocks,
+            bits: f.bits,
+        })
+    }
 }
 
 impl BlockedBloomFilter {

@@ -25,11 +25,53 @@ use serde::{Deserialize, Serialize};
 /// assert!(small.contains(&2u64));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "BloomFields", into = "BloomFields")]
 pub struct BloomFilter {
     hashes: u32,
     seed: u64,
     modulus: FastMod,
     bits: Bits,
+}
+
+/// The serialized form, checked on the way in: a checkpoint from anywhere must not make a probe
+/// land outside the bits.
+#[derive(Serialize, Deserialize)]
+struct BloomFields {
+    hashes: u32,
+    seed: u64,
+    modulus: FastMod,
+    bits: Bits,
+}
+
+impl From<BloomFilter> for BloomFields {
+    fn from(f: BloomFilter) -> Self {
+        BloomFields {
+            hashes: f.hashes,
+            seed: f.seed,
+            modulus: f.modulus,
+            bits: f.bits,
+        }
+    }
+}
+
+impl TryFrom<BloomFields> for BloomFilter {
+    type Error = Error;
+    fn try_from(f: BloomFields) -> Result<Self> {
+        FilterShape::new(f.bits.len(), f.hashes)?;
+        if f.modulus.divisor() != f.bits.len() {
+            return Err(Error::ShapeMismatch {
+                what: "reduction modulus vs bit length",
+                left: f.modulus.divisor(),
+                right: f.bits.len(),
+            });
+        }
+        Ok(BloomFilter {
+            hashes: f.hashes,
+            seed: f.seed,
+            modulus: f.modulus,
+            bits: f.bits,
+        })
+    }
 }
 
 impl BloomFilter {

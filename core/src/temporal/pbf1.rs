@@ -50,6 +50,7 @@ pub struct Pbf1Node {
 /// assert!(a.present);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "Pbf1Fields", into = "Pbf1Fields")]
 pub struct Pbf1 {
     seed: u64,
     g: u64,
@@ -60,6 +61,77 @@ pub struct Pbf1 {
     sbf: Option<Sbf>,
     /// The shape of nodes a dynamic PBF-1 creates.
     node_shape: Option<FilterShape>,
+}
+
+/// The serialized form, checked on the way in: g ≥ 1; a static tree with exactly the nodes its
+/// horizon has; a dynamic one with a node shape and at most 65 levels; every filter hashed with
+/// the PBF-1's seed.
+#[derive(Serialize, Deserialize)]
+struct Pbf1Fields {
+    seed: u64,
+    g: u64,
+    horizon: Option<Tick>,
+    nodes: Vec<Vec<Option<BloomFilter>>>,
+    sbf: Option<Sbf>,
+    node_shape: Option<FilterShape>,
+}
+
+impl From<Pbf1> for Pbf1Fields {
+    fn from(p: Pbf1) -> Self {
+        Pbf1Fields {
+            seed: p.seed,
+            g: p.g,
+            horizon: p.horizon,
+            nodes: p.nodes,
+            sbf: p.sbf,
+            node_shape: p.node_shape,
+        }
+    }
+}
+
+impl TryFrom<Pbf1Fields> for Pbf1 {
+    type Error = Error;
+    fn try_from(f: Pbf1Fields) -> Result<Self> {
+        check_granularity(f.g)?;
+        let counts: Vec<u64> = f.nodes.iter().map(|l| l.len() as u64).collect();
+        match (f.horizon, f.node_shape) {
+            (Some(h), _) if static_counts(h, f.g)? != counts => {
+                return Err(Error::invalid(
+                    "nodes",
+                    "do not match the static tree of the horizon",
+                ));
+            }
+            (None, None) => return Err(Error::invalid("node_shape", "a dynamic PBF-1 needs one")),
+            (None, Some(_)) if counts.is_empty() || counts.len() > 65 || counts[0] == 0 => {
+                return Err(Error::invalid(
+                    "nodes",
+                    "a dynamic PBF-1 has 1 to 65 levels",
+                ));
+            }
+            _ => {}
+        }
+        let filters = f.nodes.iter().flatten().flatten();
+        let sbf_seed = f.sbf.as_ref().map(|s| s.filter().seed());
+        if let Some(seed) = filters
+            .map(Filter::seed)
+            .chain(sbf_seed)
+            .find(|&s| s != f.seed)
+        {
+            return Err(Error::ShapeMismatch {
+                what: "filter seed vs PBF-1 seed",
+                left: seed,
+                right: f.seed,
+            });
+        }
+        Ok(Pbf1 {
+            seed: f.seed,
+            g: f.g,
+            horizon: f.horizon,
+            nodes: f.nodes,
+            sbf: f.sbf,
+            node_shape: f.node_shape,
+        })
+    }
 }
 
 impl Pbf1 {

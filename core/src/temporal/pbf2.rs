@@ -33,6 +33,7 @@ pub const MAX_LEVELS: u32 = 64;
 /// assert!(p.insert(&"y", 8).is_err()); // beyond the horizon
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "Pbf2Fields", into = "Pbf2Fields")]
 pub struct Pbf2 {
     seed: u64,
     /// The first tick covered (0 unless built with [`Pbf2::starting_at`]).
@@ -42,6 +43,65 @@ pub struct Pbf2 {
     horizon: Option<Tick>,
     /// Level ℓ's filter, or `None` when the level was given no bits.
     levels: Vec<Option<BloomFilter>>,
+}
+
+/// The serialized form, checked on the way in: 1 to 64 levels, a span that fits in `u64`, a
+/// dynamic PBF-2 starting at 0, and every level hashed with the PBF-2's seed.
+#[derive(Serialize, Deserialize)]
+struct Pbf2Fields {
+    seed: u64,
+    #[serde(default)]
+    start: Tick,
+    horizon: Option<Tick>,
+    levels: Vec<Option<BloomFilter>>,
+}
+
+impl From<Pbf2> for Pbf2Fields {
+    fn from(p: Pbf2) -> Self {
+        Pbf2Fields {
+            seed: p.seed,
+            start: p.start,
+            horizon: p.horizon,
+            levels: p.levels,
+        }
+    }
+}
+
+impl TryFrom<Pbf2Fields> for Pbf2 {
+    type Error = Error;
+    fn try_from(f: Pbf2Fields) -> Result<Self> {
+        if f.levels.is_empty() || f.levels.len() > MAX_LEVELS as usize {
+            return Err(Error::invalid(
+                "levels",
+                format!("{} is outside 1..=64", f.levels.len()),
+            ));
+        }
+        match f.horizon {
+            Some(h) if h == 0 || f.start.checked_add(h).is_none() => {
+                return Err(Error::invalid(
+                    "horizon",
+                    "must be positive and end below 2^64",
+                ));
+            }
+            None if f.start != 0 => {
+                return Err(Error::invalid("start", "a dynamic PBF-2 starts at tick 0"));
+            }
+            _ => {}
+        }
+        if let Some(other) = f.levels.iter().flatten().find(|l| l.seed() != f.seed) {
+            return Err(Error::ShapeMismatch {
+                what: "level seed vs PBF-2 seed",
+                left: other.seed(),
+                right: f.seed,
+            });
+        }
+        Ok(Pbf2 {
+            seed: f.seed,
+            start: f.start,
+            horizon: f.horizon,
+            levels: f.levels,
+        })
+    }
 }
 
 impl Pbf2 {
