@@ -47,9 +47,10 @@ fn shape_follows_section_2_3() {
         // c is near log2(1/ε) or above it (integer tag widths favour the largest c per width).
         assert!(s.generations as f64 >= (1.0 / eps).log2() - 1.0);
         assert_eq!(s.generation_len, 100_000u64.div_ceil(s.generations));
-        // Memory: (c + 1) G entries at load α, f + g bits a slot, rounded up to a bucket and a word.
+        // Memory: (c + 1) G entries at load α, f + g − 1 bits a semi-sorted slot, rounded up to a
+        // bucket and a word.
         let entries = ((s.generations + 1) * s.generation_len) as f64;
-        let expect = entries / LOAD * f64::from(s.fingerprint_bits + s.tag_bits);
+        let expect = entries / LOAD * f64::from(s.fingerprint_bits + s.tag_bits - 1);
         let got = f.memory_bits() as f64;
         assert!(
             got >= expect && got < expect * 1.001 + 256.0,
