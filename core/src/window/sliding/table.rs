@@ -625,7 +625,110 @@ mod tests {
         assert!(serde_json::from_str::<Table>(&broken).is_err());
     }
 
+    #[test]
+    fn codec_is_a_bijection_on_sorted_nibbles() {
+        let c = codec();
+        assert_eq!(c.decode.len() as u64, CODES);
+        assert!(CODES <= 1 << CODE_BITS);
+        for (i, &p) in c.decode.iter().enumerate() {
+            let n: Vec<u16> = (0..4).map(|j| (p >> (4 * j)) & 0xf).collect();
+            assert!(n.windows(2).all(|w| w[0] <= w[1]));
+            assert_eq!(c.encode[p as usize] as usize, i);
+        }
+    }
+
+    #[test]
+    fn memory_saves_one_bit_per_slot() {
+        let t = Table::new(1_000, 10, 4, 1, 1).unwrap();
+        let exact = 1_000 * (CODE_BITS as u64 + SLOTS * (10 + 4 - u64::from(NIBBLE)));
+        assert_eq!(exact, 1_000 * SLOTS * (10 + 4 - 1));
+        assert!(t.memory_bits() >= exact && t.memory_bits() < exact + 128);
+    }
+
+    #[test]
+    fn deserialize_refuses_bad_codes_and_order() {
+        let mut t = Table::new(4, 9, 3, 1, 5).unwrap();
+        for k in 0..6u64 {
+            let (b, fp) = t.locate(mix64(k), mix64(!k));
+            t.insert(b, fp, 1, 0b10);
+        }
+        let v = serde_json::to_value(&t).unwrap();
+        assert!(serde_json::from_value::<Table>(v.clone()).is_ok());
+        // Bucket 0's code is the low 12 bits of the first word.
+        let word = v["codes"]["words"][0].as_u64().unwrap();
+        let mut bad_code = v.clone();
+        bad_code["codes"]["words"][0] = serde_json::json!(word | 0xfff);
+        assert!(serde_json::from_value::<Table>(bad_code).is_err());
+        // All four nibbles 0 (code 0), slot 0 above slot 1 in the rest: not in canonical order.
+        let mut table = t.clone();
+        table.codes.set(0, 0);
+        for (j, r) in [3, 2, 2, 2].into_iter().enumerate() {
+            table.rest.set(j as u64, r);
+        }
+        let unsorted = serde_json::to_value(&table).unwrap();
+        let err = serde_json::from_value::<Table>(unsorted).unwrap_err();
+        assert!(err.to_string().contains("canonical order"), "{err}");
+        let mut narrow = v;
+        narrow["rest"]["width"] = serde_json::json!(7);
+        assert!(serde_json::from_value::<Table>(narrow).is_err());
+    }
+
     proptest! {
+        /// A bucket reads back as the sorted multiset it was given, whatever the widths.
+        #[test]
+        fn buckets_round_trip(
+            fp_bits in MIN_FP_BITS..=26,
+            tag_bits in 1u32..=6,
+            raw in proptest::array::uniform4(any::<u64>()),
+            empty in proptest::array::uniform4(any::<bool>()),
+        ) {
+            let mut t = Table::new(3, fp_bits, tag_bits, 1, 1).unwrap();
+            let fp_mask = (1u64 << fp_bits) - 1;
+            let e: [u64; 4] = std::array::from_fn(|j| {
+                let fp = (raw[j] & fp_mask).max(1);
+                if empty[j] { 0 } else { fp | (raw[j] >> 40) % (1 << tag_bits) << fp_bits }
+            });
+            t.set_bucket(1, e);
+            let mut want = e;
+            want.sort_unstable();
+            let mut got = t.bucket(1);
+            prop_assert!(is_sorted(&got));
+            got.sort_unstable();
+            prop_assert_eq!(got, want);
+            prop_assert_eq!(t.bucket(0), [0; 4]);
+            prop_assert_eq!(t.bucket(2), [0; 4]);
+        }
+
+        /// Adversarial fingerprints: a few buckets, fingerprints sharing their low nibble (so
+        /// every insert re-sorts among equal nibbles), duplicates and overflow into the stash.
+        /// Nothing live is ever missing.
+        #[test]
+        fn equal_nibbles_and_crowded_buckets(
+            ops in proptest::collection::vec((0u64..3, 0u64..64, 0u64..2, any::<bool>()), 1..200),
+        ) {
+            let mut t = Table::new(8, 12, 2, 1, 13).unwrap();
+            let mut present: Vec<(u64, u64, u32)> = Vec::new();
+            let mut tag = 0u32;
+            for &(b, high, low, next) in &ops {
+                if next {
+                    tag = (tag + 1) % 4;
+                }
+                let mask = (1u64 << tag) | (1u64 << ((tag + 3) % 4));
+                let fp = (high << 4 | 0x7 ^ low).max(1);
+                t.insert(b, fp, tag, mask);
+                t.sweep(mask);
+                present.retain(|&(_, _, g)| (mask >> g) & 1 == 1);
+                present.retain(|&(pb, pf, _)| (pb, pf) != (b, fp));
+                present.push((b, fp, tag));
+                for &(b, fp, _) in &present {
+                    prop_assert!(t.contains(b, fp, mask));
+                }
+                for bucket in 0..8 {
+                    prop_assert!(is_sorted(&t.bucket(bucket)));
+                }
+            }
+        }
+
         /// Against a model: every inserted fingerprint is found while its tag is live, and a full
         /// sweep cycle leaves no expired entry behind.
         #[test]

@@ -139,7 +139,8 @@ fn false_positives(f: &SlidingBloomFilter, from: u64, queries: u64, now: Tick) -
 
 /// Steady state: after 5n insertions, 10 measurement points spread over the last 2n insertions,
 /// 400 000 fresh queries in all. The structure's bound at load α is `8α / (2^f − 1)`, at most
-/// 0.93ε for these ε (ε = 0.1 gets 0.60ε, 0.01 gets 0.74ε, 0.001 gets 0.93ε). With 400 000
+/// 0.93ε for these ε (ε = 0.1 gets 0.60ε, 0.01 gets 0.74ε, 0.001 gets 0.93ε); semi-sorting is a
+/// lossless encoding of the buckets, so it leaves the bound as it is. With 400 000
 /// queries at p ≤ 0.93ε, the count exceeds 1.1ε · 400 000 with probability below 2e-4 (Chernoff);
 /// the seeds are fixed, so the test is deterministic.
 #[test]
