@@ -329,13 +329,14 @@ impl Table {
         v != 0 && (mask >> (v >> self.fp_bits)) & 1 == 1
     }
 
-    /// Reads only the slots whose nibble matches `fp`'s.
+    /// The position in bucket `b` of a live entry with fingerprint `fp`; reads only the slots whose
+    /// nibble matches `fp`'s.
     #[inline]
-    fn bucket_has(&self, b: u64, fp: u64, mask: u64) -> bool {
+    fn find(&self, b: u64, fp: u64, mask: u64) -> Option<usize> {
         let nibbles = u64::from(codec().decode[self.codes.get(b) as usize]);
-        (0..SLOTS).any(|j| {
-            (nibbles >> (NIBBLE as u64 * j)) & 0xf == fp & 0xf && {
-                let v = fp & 0xf | self.rest.get(b * SLOTS + j) << NIBBLE;
+        (0..SLOTS as usize).find(|&j| {
+            (nibbles >> (NIBBLE * j as u32)) & 0xf == fp & 0xf && {
+                let v = fp & 0xf | self.rest.get(b * SLOTS + j as u64) << NIBBLE;
                 v & self.fp_mask() == fp && self.is_live(v, mask)
             }
         })
@@ -345,8 +346,8 @@ impl Table {
     #[inline]
     pub(crate) fn contains(&self, b1: u64, fp: u64, mask: u64) -> bool {
         let b2 = self.alt(b1, fp);
-        self.bucket_has(b1, fp, mask)
-            || self.bucket_has(b2, fp, mask)
+        self.find(b1, fp, mask).is_some()
+            || self.find(b2, fp, mask).is_some()
             || (!self.stash.is_empty()
                 && self.stash.iter().any(|s| {
                     s.fp == fp && (s.bucket == b1 || s.bucket == b2) && (mask >> s.tag) & 1 == 1
@@ -397,21 +398,18 @@ impl Table {
     }
 
     fn refresh(&mut self, b: u64, fp: u64, tag: u32, mask: u64) -> bool {
+        let Some(j) = self.find(b, fp, mask) else {
+            return false;
+        };
         let mut e = self.bucket(b);
-        for j in 0..e.len() {
-            let v = e[j];
-            if v & self.fp_mask() == fp && self.is_live(v, mask) {
-                let old = (v >> self.fp_bits) as u32;
-                if old != tag {
-                    self.counts[old as usize] -= 1;
-                    self.counts[tag as usize] += 1;
-                    e[j] = fp | u64::from(tag) << self.fp_bits;
-                    self.set_bucket(b, e);
-                }
-                return true;
-            }
+        let old = (e[j] >> self.fp_bits) as u32;
+        if old != tag {
+            self.counts[old as usize] -= 1;
+            self.counts[tag as usize] += 1;
+            e[j] = fp | u64::from(tag) << self.fp_bits;
+            self.set_bucket(b, e);
         }
-        false
+        true
     }
 
     /// Puts `entry` into an empty or expired slot of bucket `b` (lazy deletion of the latter).
