@@ -627,7 +627,7 @@ mod tests {
     fn codec_is_a_bijection_on_sorted_nibbles() {
         let c = codec();
         assert_eq!(c.decode.len() as u64, CODES);
-        assert!(CODES <= 1 << CODE_BITS);
+        const { assert!(CODES <= 1 << CODE_BITS) };
         for (i, &p) in c.decode.iter().enumerate() {
             let n: Vec<u16> = (0..4).map(|j| (p >> (4 * j)) & 0xf).collect();
             assert!(n.windows(2).all(|w| w[0] <= w[1]));
@@ -684,7 +684,7 @@ mod tests {
             let fp_mask = (1u64 << fp_bits) - 1;
             let e: [u64; 4] = std::array::from_fn(|j| {
                 let fp = (raw[j] & fp_mask).max(1);
-                if empty[j] { 0 } else { fp | (raw[j] >> 40) % (1 << tag_bits) << fp_bits }
+                if empty[j] { 0 } else { fp | ((raw[j] >> 40) % (1 << tag_bits)) << fp_bits }
             });
             t.set_bucket(1, e);
             let mut want = e;
