@@ -18,17 +18,17 @@
 //!   cursor, so a full cycle fits in the spare generations; if it does not (a time window whose
 //!   rate fell), the expired tag is purged by a full scan just before reuse and counted in
 //!   [`SlidingStats::purges`].
-//! * **Dictionary** (§2.2, §2.6): a bucketized cuckoo table with 4-slot buckets, each slot packing
-//!   `f + g` bits (fingerprint, tag) into `u64` words; see `table.rs`. Cuckoo relocation uses the
-//!   bucket and fingerprint only; an entry that finds no slot goes to a stash and the filter grows,
-//!   so no item is ever lost.
+//! * **Dictionary** (§2.2, §2.6): a bucketized cuckoo table with 4-slot buckets of (fingerprint,
+//!   tag) slots, semi-sorted (Fan et al.) so a slot costs `f + g − 1` bits; see `table.rs`. Cuckoo
+//!   relocation uses the bucket and fingerprint only; an entry that finds no slot goes to a stash
+//!   and the filter grows, so no item is ever lost.
 //! * **Fingerprint width** (§2.1): a query reads 2 buckets of 4 slots, each live with probability at
 //!   most the load `α = 0.95`, and each live slot matches with probability `1 / (2^f − 1)`, so the
 //!   false positive rate is at most `8α / (2^f − 1)`; `f = ⌈log2(8α / ε + 1)⌉`.
 //! * **Choice of c** (§2.3): the paper minimizes `(1 + 1/c)(log 1/ε + log c + 1)`, giving
-//!   `c − log c = log(1/ε) − 1`. Our slots cost `f + g` bits with an integer tag width `g`, and the
-//!   table holds `(c + 1) G ≈ n (1 + 1/c)` entries at load `α`, so we pick `(c, g)` minimizing
-//!   `(1 + 1/c)(f + g) / α` subject to `2^g ≥ c + 2` and a sweep of at most two buckets per
+//!   `c − log c = log(1/ε) − 1`. Our slots cost `f + g − 1` bits with an integer tag width `g`, and
+//!   the table holds `(c + 1) G ≈ n (1 + 1/c)` entries at load `α`, so we pick `(c, g)` minimizing
+//!   `(1 + 1/c)(f + g − 1) / α` subject to `2^g ≥ c + 2` and a sweep of at most two buckets per
 //!   insertion. The slack of §1.1 is one generation: `m = G`.
 //! * **Table size**: `B = ⌈(c + 1) G / (4α)⌉` buckets for a count window. A time window does not
 //!   know its population: it starts small; when the active table reaches load `α` it adds a table
@@ -59,7 +59,7 @@ use crate::hash::{mix64, KeyHash};
 use crate::temporal::Tick;
 use crate::window::WindowFilter;
 use serde::{Deserialize, Serialize};
-use table::{Placed, Table, LOAD, SLOTS};
+use table::{Placed, Table, LOAD, MIN_FP_BITS, SLOTS};
 
 /// Stash entries a table may hold before the filter adds a larger table.
 const STASH_LIMIT: usize = 4;
@@ -99,7 +99,7 @@ impl SlidingShape {
         if !(fpr > 0.0 && fpr < 1.0) {
             return Err(Error::invalid("fpr", format!("{fpr} is not in (0, 1)")));
         }
-        let f = ((2.0 * SLOTS as f64 * LOAD / fpr + 1.0).log2().ceil() as u32).max(2);
+        let f = ((2.0 * SLOTS as f64 * LOAD / fpr + 1.0).log2().ceil() as u32).max(MIN_FP_BITS);
         if f > MAX_FP_BITS {
             return Err(Error::invalid(
                 "fpr",
@@ -137,15 +137,15 @@ impl SlidingShape {
     }
 }
 
-/// The `(c, g)` minimizing `(1 + 1/c)(f + g)` with `2^g ≥ c + 2` and a sweep of at most
-/// [`MAX_SWEEP`] buckets per insertion.
+/// The `(c, g)` minimizing `(1 + 1/c)(f + g − 1)` (a semi-sorted slot's bits) with `2^g ≥ c + 2`
+/// and a sweep of at most [`MAX_SWEEP`] buckets per insertion.
 fn choose_generations(f: u32) -> (u64, u32) {
     let mut best = (2, 2, f64::INFINITY);
     for g in 2..=6u32 {
         let m = 1u64 << g;
         for c in 1..=m - 2 {
             let sweep = (c + 1) as f64 / ((m - c - 1) as f64 * LOAD * SLOTS as f64);
-            let cost = (1.0 + 1.0 / c as f64) * f64::from(f + g);
+            let cost = (1.0 + 1.0 / c as f64) * f64::from(f + g - 1);
             if sweep <= MAX_SWEEP && cost < best.2 {
                 best = (c, g, cost);
             }

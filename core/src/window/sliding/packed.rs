@@ -89,6 +89,11 @@ impl Packed {
         self.len
     }
 
+    /// Bits per slot.
+    pub(crate) fn width(&self) -> u32 {
+        self.width
+    }
+
     #[inline]
     fn mask(&self) -> u64 {
         (1u64 << self.width) - 1
