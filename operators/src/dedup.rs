@@ -102,7 +102,7 @@ enum Expected {
 /// A validated dedup configuration ([`DedupConfig::builder`]). Deserializing goes through the
 /// builder, so a configuration read from elsewhere is validated like one built in code.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "DedupConfigFields", into = "DedupConfigFields")]
+#[serde(try_from = "DedupConfigFields")]
 pub struct DedupConfig {
     window: Tick,
     fpr: f64,
@@ -114,7 +114,8 @@ pub struct DedupConfig {
 }
 
 /// The serialized form of a [`DedupConfig`].
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
 struct DedupConfigFields {
     window: Tick,
     fpr: f64,
@@ -123,20 +124,6 @@ struct DedupConfigFields {
     expected_items: u64,
     shards: u32,
     seed: u64,
-}
-
-impl From<DedupConfig> for DedupConfigFields {
-    fn from(c: DedupConfig) -> Self {
-        DedupConfigFields {
-            window: c.window,
-            fpr: c.fpr,
-            epoch_len: c.epoch_len,
-            mode: c.mode,
-            expected_items: c.expected_items,
-            shards: c.shards,
-            seed: c.seed,
-        }
-    }
 }
 
 impl TryFrom<DedupConfigFields> for DedupConfig {
@@ -975,7 +962,7 @@ mod tests {
             .unwrap();
         let bytes = bincode::serialize(&good).unwrap();
         assert_eq!(bincode::deserialize::<DedupConfig>(&bytes).unwrap(), good);
-        let mut bad = DedupConfigFields::from(good);
+        let mut bad: DedupConfigFields = bincode::deserialize(&bytes).unwrap();
         bad.fpr = 2.0;
         assert!(bincode::deserialize::<DedupConfig>(&bincode::serialize(&bad).unwrap()).is_err());
     }

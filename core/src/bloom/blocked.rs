@@ -22,7 +22,7 @@ pub const BLOCK_BITS: u64 = 512;
 /// assert!(f.contains(&"x"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "BlockedFields", into = "BlockedFields")]
+#[serde(try_from = "BlockedFields")]
 pub struct BlockedBloomFilter {
     hashes: u32,
     seed: u64,
@@ -31,23 +31,12 @@ pub struct BlockedBloomFilter {
 }
 
 /// The serialized form, checked on the way in (whole blocks, a valid hash count).
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct BlockedFields {
     hashes: u32,
     seed: u64,
     blocks: FastMod,
     bits: Bits,
-}
-
-impl From<BlockedBloomFilter> for BlockedFields {
-    fn from(f: BlockedBloomFilter) -> Self {
-        BlockedFields {
-            hashes: f.hashes,
-            seed: f.seed,
-            blocks: f.blocks,
-            bits: f.bits,
-        }
-    }
 }
 
 impl TryFrom<BlockedFields> for BlockedBloomFilter {

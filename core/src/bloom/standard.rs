@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 /// assert!(small.contains(&2u64));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "BloomFields", into = "BloomFields")]
+#[serde(try_from = "BloomFields")]
 pub struct BloomFilter {
     hashes: u32,
     seed: u64,
@@ -35,23 +35,12 @@ pub struct BloomFilter {
 
 /// The serialized form, checked on the way in: a checkpoint from anywhere must not make a probe
 /// land outside the bits.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct BloomFields {
     hashes: u32,
     seed: u64,
     modulus: FastMod,
     bits: Bits,
-}
-
-impl From<BloomFilter> for BloomFields {
-    fn from(f: BloomFilter) -> Self {
-        BloomFields {
-            hashes: f.hashes,
-            seed: f.seed,
-            modulus: f.modulus,
-            bits: f.bits,
-        }
-    }
 }
 
 impl TryFrom<BloomFields> for BloomFilter {

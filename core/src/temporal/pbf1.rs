@@ -50,7 +50,7 @@ pub struct Pbf1Node {
 /// assert!(a.present);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "Pbf1Fields", into = "Pbf1Fields")]
+#[serde(try_from = "Pbf1Fields")]
 pub struct Pbf1 {
     seed: u64,
     g: u64,
@@ -66,7 +66,7 @@ pub struct Pbf1 {
 /// The serialized form, checked on the way in: g ≥ 1; a static tree with exactly the nodes its
 /// horizon has; a dynamic one with a node shape and at most 65 levels; every filter hashed with
 /// the PBF-1's seed.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct Pbf1Fields {
     seed: u64,
     g: u64,
@@ -74,19 +74,6 @@ struct Pbf1Fields {
     nodes: Vec<Vec<Option<BloomFilter>>>,
     sbf: Option<Sbf>,
     node_shape: Option<FilterShape>,
-}
-
-impl From<Pbf1> for Pbf1Fields {
-    fn from(p: Pbf1) -> Self {
-        Pbf1Fields {
-            seed: p.seed,
-            g: p.g,
-            horizon: p.horizon,
-            nodes: p.nodes,
-            sbf: p.sbf,
-            node_shape: p.node_shape,
-        }
-    }
 }
 
 impl TryFrom<Pbf1Fields> for Pbf1 {

@@ -33,7 +33,7 @@ pub const MAX_LEVELS: u32 = 64;
 /// assert!(p.insert(&"y", 8).is_err()); // beyond the horizon
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "Pbf2Fields", into = "Pbf2Fields")]
+#[serde(try_from = "Pbf2Fields")]
 pub struct Pbf2 {
     seed: u64,
     /// The first tick covered (0 unless built with [`Pbf2::starting_at`]).
@@ -47,24 +47,13 @@ pub struct Pbf2 {
 
 /// The serialized form, checked on the way in: 1 to 64 levels, a span that fits in `u64`, a
 /// dynamic PBF-2 starting at 0, and every level hashed with the PBF-2's seed.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct Pbf2Fields {
     seed: u64,
     #[serde(default)]
     start: Tick,
     horizon: Option<Tick>,
     levels: Vec<Option<BloomFilter>>,
-}
-
-impl From<Pbf2> for Pbf2Fields {
-    fn from(p: Pbf2) -> Self {
-        Pbf2Fields {
-            seed: p.seed,
-            start: p.start,
-            horizon: p.horizon,
-            levels: p.levels,
-        }
-    }
 }
 
 impl TryFrom<Pbf2Fields> for Pbf2 {
