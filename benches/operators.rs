@@ -1,9 +1,12 @@
 //! Throughput of the temporal index with delta exchange and merge, and bytes moved per epoch by
 //! delta exchange versus shuffling the raw records. Prints one JSON object per run.
 //!
-//! `cargo bench --bench operators` — synthetic: u64 keys, T = 86,400 ticks, m = 5·10^7 bits, 4
-//! hashes, epochs of 60 ticks, 50 records per tick, for both placements and 1 and 2 workers
-//! (digest off, plus one run with it on). Real: `data/real.pcap` (fetch with
+//! `cargo bench --bench operators [-- PER_TICK [TICKS]]` — synthetic: u64 keys, T = 86,400 ticks
+//! (one partition), m = 5·10^7 bits, 4 hashes, epochs of 60 ticks, `PER_TICK` records per tick
+//! (default 100) over the first `TICKS` ticks (default 86,400), for both placements and 1 and 2
+//! workers (digest off, plus one run with it on). Each worker generates its own share of every
+//! tick (record i of tick t goes to worker i mod n) and runs at most `LAG` epochs ahead of the
+//! slowest worker, so workers do not lock-step at every epoch. Real: `data/real.pcap` (fetch with
 //! `scripts/fetch-traces.sh`), source addresses at 10 ms ticks, 2 workers, when the file exists.
 
 use chronobloom::operators::timely;
@@ -14,18 +17,32 @@ use std::time::{Duration, Instant};
 use timely::dataflow::operators::{Input, Inspect, Probe};
 use timely::dataflow::ProbeHandle;
 
-const TICKS: u64 = 86_400;
+const HORIZON: u64 = 86_400;
 const EPOCH: u64 = 60;
-const PER_TICK: u64 = 50;
+/// Epochs a worker's input may run ahead of the merged output.
+const LAG: u64 = 4;
 
-fn key(tick: u64, i: u64) -> u64 {
-    chronobloom_core::hash::mix64(tick * PER_TICK + i) % 10_000_000
+/// The workload: records per tick and ticks driven.
+#[derive(Clone, Copy)]
+struct Synthetic {
+    per_tick: u64,
+    ticks: u64,
+}
+
+impl Synthetic {
+    fn key(&self, tick: u64, i: u64) -> u64 {
+        chronobloom_core::hash::mix64(tick * self.per_tick + i) % 10_000_000
+    }
+
+    fn records(&self) -> u64 {
+        self.per_tick * self.ticks
+    }
 }
 
 fn config(placement: Placement, digest: bool) -> IndexConfig {
     IndexConfig::builder()
         .epoch_len(EPOCH)
-        .partition_len(TICKS)
+        .partition_len(HORIZON)
         .bits(50_000_000)
         .hashes(4)
         .placement(placement)
@@ -34,13 +51,15 @@ fn config(placement: Placement, digest: bool) -> IndexConfig {
         .expect("valid configuration")
 }
 
-/// Runs the index over `records` (sorted by tick; worker w takes every n-th) and returns the
-/// seconds taken and the delta bytes sent between workers.
-fn run<K>(cfg: &IndexConfig, workers: usize, records: &std::sync::Arc<Vec<(u64, K)>>) -> (f64, u64)
+/// Runs the index with every worker feeding `feed(me, peers, tick, send)` for each tick of
+/// `ticks` and returns the seconds taken and the delta bytes sent between workers.
+fn run<K, F>(cfg: &IndexConfig, workers: usize, ticks: Vec<u64>, feed: F) -> (f64, u64)
 where
     K: chronobloom_core::hash::Key + Clone + Send + Sync + 'static,
+    F: Fn(usize, usize, u64, &mut dyn FnMut(K)) + Send + Sync + 'static,
 {
-    let (cfg, records) = (cfg.clone(), records.clone());
+    let cfg = cfg.clone();
+    let (ticks, feed) = (std::sync::Arc::new(ticks), std::sync::Arc::new(feed));
     let start = Instant::now();
     let guards = timely::execute(timely::Config::process(workers), move |worker| {
         let (me, peers) = (worker.index(), worker.peers());
@@ -57,17 +76,16 @@ where
             out.digests.probe_with(&probe);
             r_in
         });
-        for (i, (t, k)) in records.iter().enumerate() {
-            if *t > *r_in.time() {
+        for &t in ticks.iter() {
+            if t > *r_in.time() {
                 let epoch_crossed = t / EPOCH > r_in.time() / EPOCH;
-                r_in.advance_to(*t);
+                r_in.advance_to(t);
                 if epoch_crossed {
-                    worker.step_while(|| probe.less_than(r_in.time()));
+                    let behind = t.saturating_sub(LAG * EPOCH);
+                    worker.step_while(|| probe.less_than(&behind));
                 }
             }
-            if i % peers == me {
-                r_in.send(k.clone());
-            }
+            feed(me, peers, t, &mut |k| r_in.send(k));
         }
         drop(r_in);
         worker.step_while(|| !probe.done());
@@ -101,13 +119,22 @@ fn report(
 }
 
 fn main() {
-    let synthetic: Vec<(u64, u64)> = (0..TICKS)
-        .flat_map(|t| (0..PER_TICK).map(move |i| (t, key(t, i))))
-        .collect();
-    let n = synthetic.len() as u64;
-    let synthetic = std::sync::Arc::new(synthetic);
+    let mut args = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .map(|a| a.parse::<u64>());
+    let w = Synthetic {
+        per_tick: args.next().and_then(Result::ok).unwrap_or(100),
+        ticks: args
+            .next()
+            .and_then(Result::ok)
+            .unwrap_or(HORIZON)
+            .min(HORIZON),
+    };
+    let n = w.records();
     // a raw record: u64 key and u64 tick
     let raw = n * 16;
+    let epochs = w.ticks.div_ceil(EPOCH);
     for (placement, digest, workers) in [
         (Placement::Replicated, true, 1),
         (Placement::Replicated, false, 1),
@@ -116,18 +143,33 @@ fn main() {
         (Placement::Sharded, false, 2),
     ] {
         let cfg = config(placement, digest);
-        let r = run(&cfg, workers, &synthetic);
-        report("synthetic", &cfg, workers, n, TICKS / EPOCH, raw, r);
+        let feed = move |me: usize, peers: usize, t: u64, send: &mut dyn FnMut(u64)| {
+            for i in (me as u64..w.per_tick).step_by(peers) {
+                send(w.key(t, i));
+            }
+        };
+        let r = run(&cfg, workers, (0..w.ticks).collect(), feed);
+        report("synthetic", &cfg, workers, n, epochs, raw, r);
     }
     match real_trace("data/real.pcap") {
         Ok(records) if !records.is_empty() => {
             let n = records.len() as u64;
             let raw: u64 = records.iter().map(|(_, k)| k.len() as u64 + 8).sum();
             let ticks = records.last().map_or(0, |r| r.0) + 1;
-            let records = std::sync::Arc::new(records);
+            let mut by_tick: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
+            for (t, k) in records {
+                by_tick.entry(t).or_default().push(k);
+            }
+            let by_tick = std::sync::Arc::new(by_tick);
             for placement in [Placement::Replicated, Placement::Sharded] {
                 let cfg = config(placement, false);
-                let r = run(&cfg, 2, &records);
+                let keys = by_tick.clone();
+                let feed = move |me: usize, peers: usize, t: u64, send: &mut dyn FnMut(String)| {
+                    for k in keys.get(&t).into_iter().flatten().skip(me).step_by(peers) {
+                        send(k.clone());
+                    }
+                };
+                let r = run(&cfg, 2, by_tick.keys().copied().collect(), feed);
                 report("real", &cfg, 2, n, ticks.div_ceil(EPOCH), raw, r);
             }
         }
@@ -145,7 +187,7 @@ fn real_trace(path: &str) -> Result<Vec<(u64, String)>, Box<dyn std::error::Erro
         let chronobloom::trace::Placement::Tick(t) = ticker.place(r.ts_nanos) else {
             continue;
         };
-        if t >= TICKS {
+        if t >= HORIZON {
             break;
         }
         if let FlowKey::Src(a) = r.key(KeyKind::Src) {

@@ -58,26 +58,30 @@ impl PartialEq for Bits {
 
 impl Eq for Bits {}
 
-/// Which words changed: a flag per word plus the list of flagged words, so draining costs the
-/// number of changed words, not the array's size.
+/// Which words changed: one flag bit per word, set without a branch (a branch on whether a bit
+/// was fresh would wait for the word's cache line and mispredict while a filter fills, stalling
+/// the next insertions' memory accesses). Draining scans the flags: `len / 4096` words plus one
+/// step per changed word, in ascending order.
 #[derive(Debug, Clone, Default)]
 struct Dirty {
     enabled: bool,
     flags: Vec<u64>,
-    list: Vec<u32>,
 }
 
 impl Dirty {
+    /// Flags `word` as changed when `changed` is 1 (it must be 0 or 1).
+    #[inline]
+    fn mark_if(&mut self, word: usize, changed: u64) {
+        if self.enabled {
+            if let Some(f) = self.flags.get_mut(word / 64) {
+                *f |= changed << (word % 64);
+            }
+        }
+    }
+
     #[inline]
     fn mark(&mut self, word: usize) {
-        if !self.enabled {
-            return;
-        }
-        let (f, b) = (word / 64, 1u64 << (word % 64));
-        if self.flags[f] & b == 0 {
-            self.flags[f] |= b;
-            self.list.push(word as u32);
-        }
+        self.mark_if(word, 1);
     }
 }
 
@@ -148,9 +152,7 @@ impl Bits {
         // and mispredict about half the time while a filter fills; only dirty tracking needs it.
         self.words[w] = old | b;
         let fresh = old & b == 0;
-        if self.dirty.enabled && fresh {
-            self.dirty.mark(w);
-        }
+        self.dirty.mark_if(w, u64::from(fresh));
         fresh
     }
 
@@ -248,26 +250,29 @@ impl Bits {
         Ok(out)
     }
 
-    /// Starts recording which words change; recording is off by default (it costs a flag test per
-    /// newly set bit).
+    /// Starts recording which words change; recording is off by default (it costs a flag update
+    /// per bit set).
     pub fn track_dirty(&mut self) {
         if !self.dirty.enabled {
             self.dirty = Dirty {
                 enabled: true,
                 flags: vec![0; self.words.len().div_ceil(64)],
-                list: Vec::new(),
             };
         }
     }
 
-    /// The indices of the words changed since the last drain, in the order they first changed;
-    /// clears the record. Empty when tracking is off.
+    /// The indices of the words changed since the last drain, ascending; clears the record. Empty
+    /// when tracking is off.
     pub fn drain_dirty(&mut self) -> Vec<u32> {
-        let list = std::mem::take(&mut self.dirty.list);
-        for &w in &list {
-            self.dirty.flags[w as usize / 64] &= !(1 << (w % 64));
+        let mut out = Vec::new();
+        for (f, flags) in self.dirty.flags.iter_mut().enumerate() {
+            let mut rest = std::mem::take(flags);
+            while rest != 0 {
+                out.push((f * 64) as u32 + rest.trailing_zeros());
+                rest &= rest - 1;
+            }
         }
-        list
+        out
     }
 
     /// Memory held by the bits themselves, in bits (the dirty record is not counted).
@@ -335,10 +340,10 @@ mod tests {
     fn dirty_words_are_drained_once() {
         let mut b = Bits::new(1000);
         b.track_dirty();
+        b.set(700);
         b.set(5);
         b.set(6);
-        b.set(700);
-        assert_eq!(b.drain_dirty(), vec![0, 10]);
+        assert_eq!(b.drain_dirty(), vec![0, 10]); // ascending, each once
         assert!(b.drain_dirty().is_empty());
         b.set(5); // already set: no change
         b.set(64);

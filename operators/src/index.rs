@@ -412,11 +412,10 @@ impl LocalState {
                 let Some(f) = pbf.level_mut(level) else {
                     continue;
                 };
-                let mut changed = f.bits_mut().drain_dirty();
+                let changed = f.bits_mut().drain_dirty();
                 if changed.is_empty() {
                     continue;
                 }
-                changed.sort_unstable();
                 let words = f.bits().words();
                 if sharded {
                     for (dest, v) in per_dest.iter_mut().enumerate() {

@@ -2,7 +2,7 @@
 //! the worker's block-aligned range of words of every level when sharded.
 
 use crate::config::IndexConfig;
-use crate::delta::{shard_words, LevelDelta, BLOCK_WORDS};
+use crate::delta::{shard_words, DeltaWords, LevelDelta, BLOCK_WORDS};
 use crate::digest::{block_hash, BlockUpdate};
 use crate::stats::{LevelStats, RejectReason};
 use chronobloom_core::bloom::FilterShape;
@@ -95,6 +95,41 @@ impl LevelShard {
             self.dirty[(i - self.first) / BLOCK_WORDS] = true;
         }
         true
+    }
+
+    /// ORs the run of words starting at word `first` into the words held; returns how many of
+    /// them the level does not hold.
+    fn or_run(&mut self, first: usize, run: &[u64]) -> u64 {
+        let held = self.held();
+        let lo = first.max(held.start);
+        let hi = (first + run.len()).min(held.end);
+        if lo >= hi {
+            return run.len() as u64;
+        }
+        let (a, b) = (lo - self.first, hi - self.first);
+        let mut ones = 0;
+        for (block, (dst, src)) in self.words[a..b]
+            .chunks_mut(BLOCK_WORDS)
+            .zip(run[lo - first..hi - first].chunks(BLOCK_WORDS))
+            .enumerate()
+        {
+            let before: u32 = dst.iter().map(|w| w.count_ones()).sum();
+            for (d, &w) in dst.iter_mut().zip(src) {
+                *d |= w;
+            }
+            let after: u32 = dst.iter().map(|w| w.count_ones()).sum();
+            if after != before {
+                ones += u64::from(after - before);
+                // `a` may not be block-aligned: mark every block the chunk touches.
+                let start = (a + block * BLOCK_WORDS) / BLOCK_WORDS;
+                let end = (a + block * BLOCK_WORDS + dst.len() - 1) / BLOCK_WORDS;
+                for d in &mut self.dirty[start..=end] {
+                    *d = true;
+                }
+            }
+        }
+        self.ones += ones;
+        (run.len() - (hi - lo)) as u64
     }
 
     /// True when every probe bit of `hash` this shard holds is set.
@@ -274,6 +309,9 @@ impl MergedState {
         else {
             return delta.words.len() as u64;
         };
+        if let DeltaWords::Dense { first, words } = &delta.words {
+            return level.or_run(*first as usize, words);
+        }
         let mut refused = 0;
         delta.words.for_each(|i, w| {
             if !level.or_word(i, w) {
@@ -358,6 +396,68 @@ impl PartitionShard {
                 for child in 0..2 {
                     self.push_steps(hash, level - 1, bucket * 2 + child, out);
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::delta::DeltaWords;
+
+    /// A dense run and the same words sent sparse leave every shard in the same state (words,
+    /// counts of ones, changed blocks), also when the run starts or ends inside a shard.
+    #[test]
+    fn dense_runs_merge_like_single_words() {
+        let cfg = IndexConfig::builder()
+            .epoch_len(4)
+            .partition_len(16)
+            .bits(200_000)
+            .build()
+            .unwrap();
+        let allocation = cfg.allocation().clone();
+        let level_words = allocation.shapes()[0].bits.div_ceil(64) as usize;
+        for (first, len) in [
+            (0, level_words),
+            (3, 200),
+            (100, level_words - 100),
+            (70, 1),
+        ] {
+            let run: Vec<u64> = (0..len as u64)
+                .map(|i| chronobloom_core::hash::mix64(i) & chronobloom_core::hash::mix64(i + 7))
+                .collect();
+            for (me, peers) in [(0, 1), (0, 2), (1, 2)] {
+                let mut dense = MergedState::shard(&cfg, me, peers);
+                let mut sparse = dense.clone();
+                assert!(dense.announce(0, &allocation) && sparse.announce(0, &allocation));
+                let d = LevelDelta {
+                    partition: 0,
+                    level: 0,
+                    words: DeltaWords::Dense {
+                        first: first as u32,
+                        words: run.clone(),
+                    },
+                };
+                let s = LevelDelta {
+                    partition: 0,
+                    level: 0,
+                    words: DeltaWords::Sparse(
+                        run.iter()
+                            .enumerate()
+                            .map(|(j, &w)| ((first + j) as u32, w))
+                            .collect(),
+                    ),
+                };
+                dense.refresh_blocks();
+                sparse.refresh_blocks();
+                assert_eq!(dense.apply(&d), sparse.apply(&s));
+                assert_eq!(
+                    dense, sparse,
+                    "first {first}, len {len}, worker {me} of {peers}"
+                );
+                assert_eq!(dense.refresh_blocks(), sparse.refresh_blocks());
             }
         }
     }
