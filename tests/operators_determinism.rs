@@ -329,7 +329,7 @@ fn check(out: &Outcome, refr: &Reference, wl: &Workload, workers: usize) {
     );
 }
 
-fn check_stats(out: &Outcome, refr: &Reference, workers: usize) {
+fn check_stats(out: &Outcome, refr: &Reference, workers: usize, placement: Placement) {
     let accepted: u64 = out.stats.iter().map(|s| s.local.records).sum();
     let rejected: u64 = out
         .stats
@@ -343,6 +343,15 @@ fn check_stats(out: &Outcome, refr: &Reference, workers: usize) {
     let sent: u64 = out.stats.iter().map(|s| s.local.bytes_sent).sum();
     assert_eq!(sent, received);
     assert_eq!(received > 0, workers > 1);
+    // sharded owners evaluate other workers' queries and reply; replicated workers do not
+    let crosses = placement == Placement::Sharded && workers > 1;
+    let q_in: u64 = out.stats.iter().map(|s| s.query_bytes_received).sum();
+    let q_out: u64 = out.stats.iter().map(|s| s.query_bytes_sent).sum();
+    assert_eq!(
+        (q_in > 0, q_out > q_in),
+        (crosses, crosses),
+        "{q_in} {q_out}"
+    );
     assert!(out
         .stats
         .iter()
@@ -358,7 +367,7 @@ fn digests_and_answers_match_the_single_threaded_pbf2_for_1_2_4_threads() {
     for threads in [1, 2, 4] {
         let out = run(timely::Config::process(threads), cfg.clone(), wl.clone());
         check(&out, &refr, &wl, threads);
-        check_stats(&out, &refr, threads);
+        check_stats(&out, &refr, threads, Placement::Replicated);
         let last = out.digests.last().unwrap();
         println!(
             "{threads} thread(s): {} digests, final digest after epoch {} = {:#018x}",
@@ -386,7 +395,7 @@ fn sharded_equals_replicated_and_the_reference_for_1_2_4_threads() {
             wl.clone(),
         );
         check(&out, &refr, &wl, threads);
-        check_stats(&out, &refr, threads);
+        check_stats(&out, &refr, threads, Placement::Sharded);
         assert_eq!(out.answers, replicated.answers);
         let finals = |o: &Outcome| {
             o.digests
@@ -448,7 +457,7 @@ fn announced_allocations_are_used_from_the_partition_they_name() {
             Some(plan()),
         );
         check(&out, &refr, &wl, threads);
-        check_stats(&out, &refr, threads);
+        check_stats(&out, &refr, threads, placement);
         let copies = if placement == Placement::Sharded {
             1
         } else {

@@ -9,7 +9,9 @@ use crate::stats::EpochStats;
 use chronobloom_core::hash::{Key, KeyHash};
 use chronobloom_core::temporal::{Allocation, Tick, TimeRange};
 use serde::{Deserialize, Serialize};
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::{Broadcast, Map};
@@ -218,6 +220,9 @@ fn sharded<'scope, K: Key + ExchangeData + Clone>(
     let state = MergedState::shard(config, me, peers);
     let seed = config.seed();
     let digest = config.digest();
+    // Query traffic (received, sent) since the last stats record.
+    let traffic = Rc::new(Cell::new((0u64, 0u64)));
+    let counted = traffic.clone();
     let events = merge_core(
         shipments,
         requests,
@@ -226,24 +231,37 @@ fn sharded<'scope, K: Key + ExchangeData + Clone>(
         |q| q.range,
         move |state, query, issued, epoch| {
             let steps = state.steps(KeyHash::of(&query.key, seed), query.range);
-            ShardEvent::Reply(ShardReply {
+            let reply = ShardReply {
                 query,
                 issued,
                 epoch,
                 steps,
-            })
+            };
+            if reply.query.origin != me as u32 {
+                let (received, sent) = counted.get();
+                counted.set((
+                    received + wire_bytes(&reply.query),
+                    sent + wire_bytes(&reply),
+                ));
+            }
+            ShardEvent::Reply(reply)
         },
-        move |state, merged, stats, _| {
+        move |state, merged, mut stats, _| {
             let mut out = Vec::new();
+            let (received, mut sent) = traffic.take();
             if digest {
-                out.push(ShardEvent::Update(DigestUpdate {
+                let update = DigestUpdate {
                     epoch: stats.epoch,
                     partitions: merged.partitions,
                     blocks: state.refresh_blocks(),
-                }));
+                };
+                sent += wire_bytes(&update) * (peers as u64).saturating_sub(1);
+                out.push(ShardEvent::Update(update));
             } else {
                 state.clear_dirty();
             }
+            stats.query_bytes_received = received;
+            stats.query_bytes_sent = sent;
             out.push(ShardEvent::Stats(stats));
             out
         },
@@ -438,6 +456,8 @@ where
                                 levels: Vec::new(),
                                 merged_bits: 0,
                                 bytes_received: 0,
+                                query_bytes_received: 0,
+                                query_bytes_sent: 0,
                                 refused_words: 0,
                                 queries_held: 0,
                                 shipments_held: 0,
@@ -495,4 +515,9 @@ where
             }
         },
     )
+}
+
+/// Serialized size of `x` in bytes (what exchanging it between processes costs).
+fn wire_bytes<T: Serialize>(x: &T) -> u64 {
+    bincode::serialized_size(x).unwrap_or(0)
 }

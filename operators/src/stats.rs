@@ -84,6 +84,15 @@ pub struct EpochStats {
     pub merged_bits: u64,
     /// Delta bytes received from other workers for this epoch.
     pub bytes_received: u64,
+    /// Sharded placement: bytes of other workers' queries this worker evaluated and of the
+    /// replies it sent back, and of the digest updates it broadcast, since its previous stats
+    /// record (serialized sizes; 0 when replicated, where queries stay on their worker and the
+    /// digest is local). Queries answered after a worker's last merged epoch are in no record.
+    #[serde(default)]
+    pub query_bytes_received: u64,
+    /// See [`Self::query_bytes_received`].
+    #[serde(default)]
+    pub query_bytes_sent: u64,
     /// Delta words refused on merge (a configuration mismatch between workers).
     pub refused_words: u64,
     /// Queries waiting for later epochs when this epoch was merged.
