@@ -33,13 +33,22 @@
 //! Printed to stderr (outside timing): the shapes, k, and for every |q| and structure the mean
 //! probes per query from `query_counted` and the fraction of queries answered "present", so that
 //! "query time / (mean probes × one Bloom probe)" can be computed from the same run.
+//!
+//! **Layouts** (`layout/…`, [`layouts`]): PBF-2 with k = 4 in the standard and the blocked layout
+//! ([`Layout::Blocked`]: each level's 2,777,777 bits rounded down to 5,425 blocks of 512), the same
+//! day of records. Timed: `insert` (as above) and `query_absent/|q|` for |q| ∈ {1, 64, 4096} with
+//! keys that never occur (every "present" is a false positive), uniform starts. Printed: each
+//! layout's measured FPR per |q| over 100,000 such queries, beside eq. 9 evaluated with every
+//! level's fill (block by block when blocked, [`Filter::estimated_fpr`]).
 
 // Benchmarks unwrap their setup: a bad configuration here should stop the run.
 #![allow(clippy::unwrap_used)]
 
-use chronobloom_core::bloom::{BloomFilter, Filter, FilterShape};
+use chronobloom_core::bloom::{BloomFilter, Filter, FilterShape, Layout};
 use chronobloom_core::hash::{mix64, KeyHash};
-use chronobloom_core::temporal::{dyadic_cover, Pbf1, Pbf2, Sbf, TemporalFilter, TimeRange};
+use chronobloom_core::temporal::{
+    dyadic_cover, Allocation, Pbf1, Pbf2, Sbf, TemporalFilter, TimeRange,
+};
 use criterion::measurement::WallTime;
 use criterion::{
     criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
@@ -376,5 +385,85 @@ fn temporal(c: &mut Criterion) {
     bench_queries(c, "sbf", &full0, &w, |_, _, _| {});
 }
 
-criterion_group!(benches, temporal);
+/// Queries for keys that never occur (records' keys are `mix64` of values below 2^23), uniform
+/// starts: every "present" answer is a false positive.
+fn absent_queries(len: u64, n: u64) -> Vec<(u64, TimeRange)> {
+    (0..n)
+        .map(|i| {
+            let start = (uniform(40 + len, i) * (T - len + 1) as f64) as u64;
+            (
+                mix64((1 << 40) + i),
+                TimeRange::new(start, start + len - 1).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// PBF-2, k = 4, standard against blocked: insert and absent-key query times, measured FPR.
+fn layouts(c: &mut Criterion) {
+    const K: u32 = 4;
+    const FPR_QUERIES: u64 = 100_000;
+    let w = workload();
+    let levels = Pbf2::levels_for(T).unwrap();
+    let alloc = Allocation::uniform(levels as usize, M, K).unwrap();
+    let contenders = [
+        ("standard", Pbf2::new(T, &alloc, SEED).unwrap()),
+        (
+            "blocked",
+            Pbf2::with_layout(
+                0,
+                T,
+                &alloc.for_layout(Layout::Blocked),
+                SEED,
+                Layout::Blocked,
+            )
+            .unwrap(),
+        ),
+    ];
+    for (name, empty) in &contenders {
+        let full = fill(empty.clone(), &w.records);
+        let level_p: Vec<f64> = (0..levels)
+            .map(|l| full.level(l).unwrap().estimated_fpr())
+            .collect();
+        eprintln!(
+            "layout {name}: {} bits per level, k = {K}, level 0 fill {:.4}",
+            full.level(0).unwrap().bit_len(),
+            full.level(0).unwrap().fill_ratio()
+        );
+        for len in [1u64, 64, 4096] {
+            let qs = absent_queries(len, FPR_QUERIES);
+            let fp = qs.iter().filter(|(k, r)| full.query(k, *r)).count();
+            let predicted: f64 = qs
+                .iter()
+                .map(|(_, r)| {
+                    let none: f64 = dyadic_cover(*r, levels - 1)
+                        .map(|b| 1.0 - level_p[b.level as usize])
+                        .product();
+                    1.0 - none
+                })
+                .sum();
+            eprintln!(
+                "layout {name} |q| = {len}: measured FPR {:.5} ({fp}/{FPR_QUERIES}), \
+                 eq. 9 from the levels' fill {:.5}",
+                fp as f64 / FPR_QUERIES as f64,
+                predicted / FPR_QUERIES as f64
+            );
+        }
+        bench_insert(c, &format!("layout/{name}"), empty, &w.records, |g| {
+            for len in [1u64, 64, 4096] {
+                let qs = absent_queries(len, QUERIES as u64);
+                let mut i = 0usize;
+                g.bench_function(BenchmarkId::new("query_absent", len), |b| {
+                    b.iter(|| {
+                        i = (i + 1) % qs.len();
+                        let (key, range) = &qs[i];
+                        full.query(black_box(key), *range)
+                    })
+                });
+            }
+        });
+    }
+}
+
+criterion_group!(benches, temporal, layouts);
 criterion_main!(benches);

@@ -163,6 +163,36 @@ impl Bits {
         self.words[(i / 64) as usize] >> (i % 64) & 1 == 1
     }
 
+    /// The 8 words (512 bits) starting at word `first`, which must lie inside the array: one
+    /// block of a blocked filter, fetched with a single bounds check.
+    #[inline]
+    pub(crate) fn block(&self, first: usize) -> &[u64; 8] {
+        let words: &[u64] = &self.words[first..];
+        match words.first_chunk() {
+            Some(block) => block,
+            None => panic!("block at word {first} runs past {} words", self.words.len()),
+        }
+    }
+
+    /// ORs `mask` into the 8 words starting at word `first` (inside the array), one write per
+    /// word, recording the words that change when tracking is on.
+    #[inline]
+    pub(crate) fn or_block(&mut self, first: usize, mask: &[u64; 8]) {
+        let block = &mut self.words[first..first + 8];
+        if self.dirty.enabled {
+            for (i, (w, &m)) in block.iter_mut().zip(mask).enumerate() {
+                if m & !*w != 0 {
+                    *w |= m;
+                    self.dirty.mark(first + i);
+                }
+            }
+        } else {
+            for (w, &m) in block.iter_mut().zip(mask) {
+                *w |= m;
+            }
+        }
+    }
+
     /// Number of set bits.
     pub fn count_ones(&self) -> u64 {
         self.words.iter().map(|w| u64::from(w.count_ones())).sum()

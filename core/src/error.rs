@@ -75,6 +75,14 @@ pub enum Error {
         /// The requested number of bits.
         to: u64,
     },
+    /// A blocked filter's size that is not a positive whole number of blocks.
+    #[error("{bits} bits is not a positive whole number of {block_bits}-bit blocks")]
+    NotWholeBlocks {
+        /// The bits asked for.
+        bits: u64,
+        /// Bits per block.
+        block_bits: u64,
+    },
     /// A time earlier than one the structure has already seen.
     #[error("time went backwards: {now} is before the last time seen, {last}")]
     TimeWentBackwards {

@@ -2,16 +2,15 @@
 //! one 512-bit block, its `hi` hash the `k` bits inside it, so a probe costs one cache miss.
 //!
 //! It trades accuracy for speed: blocks fill unevenly, so its false positive rate is above eq. 2's
-//! for the same (m, k). The temporal filters keep the standard layout the paper analyses.
+//! for the same (m, k). Its in-block positions are an arithmetic progression drawn from 17 bits of
+//! `hi`; [`super::Layout::Blocked`], the layout temporal filters can choose, draws them from all
+//! of `hi` instead (hashing specification, step 5), so the two do not share bits.
 
-use super::{Filter, FilterShape};
+use super::{Filter, FilterShape, BLOCK_BITS};
 use crate::bits::Bits;
 use crate::error::{Error, Result};
 use crate::hash::{FastMod, KeyHash};
 use serde::{Deserialize, Serialize};
-
-/// Bits per block: one 64-byte cache line.
-pub const BLOCK_BITS: u64 = 512;
 
 /// A blocked Bloom filter of `blocks * 512` bits.
 ///

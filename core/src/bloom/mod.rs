@@ -1,11 +1,14 @@
 //! Bloom filters (paper 000 §2.1): the standard layout the analysis assumes, and a cache-line
-//! blocked layout for speed. Both sit behind [`Filter`].
+//! blocked layout for speed ([`Layout`], chosen per [`BloomFilter`]; the older standalone
+//! [`BlockedBloomFilter`] is kept for the Bloom benchmarks). All sit behind [`Filter`].
 
 mod blocked;
+mod layout;
 mod shape;
 mod standard;
 
 pub use blocked::BlockedBloomFilter;
+pub use layout::{blocked_probes, Layout, BLOCK_BITS};
 pub use shape::FilterShape;
 pub use standard::BloomFilter;
 

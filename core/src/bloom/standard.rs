@@ -1,17 +1,18 @@
-//! The standard Bloom filter: `k` probes anywhere in `m` bits, the layout paper 000's analysis
-//! assumes (eqs. 1–3).
+//! The Bloom filter: by default `k` probes anywhere in `m` bits, the layout paper 000's analysis
+//! assumes (eqs. 1–3); optionally all `k` in one 512-bit block ([`Layout::Blocked`]).
 
-use super::{Filter, FilterShape};
+use super::layout::{BLOCK_STEP, BLOCK_WORDS};
+use super::{Filter, FilterShape, Layout, BLOCK_BITS};
 use crate::bits::Bits;
 use crate::error::{Error, Result};
 use crate::hash::{FastMod, KeyHash};
 use serde::{Deserialize, Serialize};
 
-/// A Bloom filter of `m` bits and `k` hash functions with seed `seed`.
+/// A Bloom filter of `m` bits and `k` hash functions with seed `seed`, in one [`Layout`].
 ///
 /// Probe positions follow the crate's hashing specification ([`crate::hash`]), so two filters of
-/// the same (m, k, seed) built anywhere union bit for bit, and folding to a divisor of `m` equals
-/// building at that size.
+/// the same (m, k, seed, layout) built anywhere union bit for bit, and folding to a divisor of `m`
+/// (whole blocks, when blocked) equals building at that size.
 ///
 /// ```
 /// use chronobloom_core::bloom::{BloomFilter, Filter};
@@ -29,25 +30,30 @@ use serde::{Deserialize, Serialize};
 pub struct BloomFilter {
     hashes: u32,
     seed: u64,
+    /// `m` (standard) or the block count `m / 512` (blocked).
     modulus: FastMod,
     bits: Bits,
+    layout: Layout,
 }
 
 /// The serialized form, checked on the way in: a checkpoint from anywhere must not make a probe
-/// land outside the bits.
+/// land outside the bits. A form without `layout` (written before layouts existed) is standard.
 #[derive(Deserialize)]
 struct BloomFields {
     hashes: u32,
     seed: u64,
     modulus: FastMod,
     bits: Bits,
+    #[serde(default)]
+    layout: Layout,
 }
 
 impl TryFrom<BloomFields> for BloomFilter {
     type Error = Error;
     fn try_from(f: BloomFields) -> Result<Self> {
         FilterShape::new(f.bits.len(), f.hashes)?;
-        if f.modulus.divisor() != f.bits.len() {
+        let expected = f.layout.modulus(f.bits.len())?;
+        if f.modulus != expected {
             return Err(Error::ShapeMismatch {
                 what: "reduction modulus vs bit length",
                 left: f.modulus.divisor(),
@@ -59,6 +65,7 @@ impl TryFrom<BloomFields> for BloomFilter {
             seed: f.seed,
             modulus: f.modulus,
             bits: f.bits,
+            layout: f.layout,
         })
     }
 }
@@ -74,17 +81,28 @@ impl BloomFilter {
         Self::from_shape(FilterShape::for_fpr(items, fpr)?, seed)
     }
 
-    /// A filter of the given shape; the shape must have at least one bit.
+    /// A standard filter of the given shape; the shape must have at least one bit.
     pub fn from_shape(shape: FilterShape, seed: u64) -> Result<Self> {
+        Self::with_layout(shape, seed, Layout::Standard)
+    }
+
+    /// A filter of the given shape and layout: at least one bit, and a positive multiple of 512
+    /// bits when blocked ([`Error::NotWholeBlocks`] otherwise).
+    pub fn with_layout(shape: FilterShape, seed: u64, layout: Layout) -> Result<Self> {
         let shape = FilterShape::new(shape.bits, shape.hashes)?;
-        let modulus = FastMod::new(shape.bits)
-            .ok_or_else(|| Error::invalid("bits", "a Bloom filter needs at least one bit"))?;
+        let modulus = layout.modulus(shape.bits)?;
         Ok(BloomFilter {
             hashes: shape.hashes,
             seed,
             modulus,
             bits: Bits::new(shape.bits),
+            layout,
         })
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> Layout {
+        self.layout
     }
 
     /// The filter's shape.
@@ -105,8 +123,8 @@ impl BloomFilter {
         &mut self.bits
     }
 
-    /// ORs `other` into `self`. Refuses filters of another (m, k, seed): their bits mean different
-    /// things.
+    /// ORs `other` into `self`. Refuses filters of another (m, k, seed, layout): their bits mean
+    /// different things.
     pub fn union(&mut self, other: &BloomFilter) -> Result<()> {
         self.check_same_shape(other)?;
         self.bits.union_with(&other.bits)
@@ -114,6 +132,7 @@ impl BloomFilter {
 
     fn check_same_shape(&self, other: &BloomFilter) -> Result<()> {
         let pairs = [
+            ("layout", self.layout.code(), other.layout.code()),
             ("bits", self.bits.len(), other.bits.len()),
             ("hash functions", self.hashes.into(), other.hashes.into()),
             ("seed", self.seed, other.seed),
@@ -125,32 +144,37 @@ impl BloomFilter {
     }
 
     /// The filter folded to `to` bits, `to` dividing `m` (paper 000 §6): exactly the filter that
-    /// inserting the same keys at `to` bits would build.
+    /// inserting the same keys at `to` bits would build. A blocked filter folds in whole blocks
+    /// (`to` a multiple of 512): block `b` goes to block `b mod (to / 512)`, which is where the
+    /// block index `lo mod B` lands, and the bits inside a block do not depend on `B`.
     pub fn fold(&self, to: u64) -> Result<BloomFilter> {
-        let bits = self.bits.fold(to)?;
-        let modulus = FastMod::new(to).ok_or(Error::NotADivisor {
-            from: self.bits.len(),
-            to,
-        })?;
+        let from = self.bits.len();
+        if to == 0 || !from.is_multiple_of(to) {
+            return Err(Error::NotADivisor { from, to });
+        }
+        let modulus = self.layout.modulus(to)?;
         Ok(BloomFilter {
             hashes: self.hashes,
             seed: self.seed,
             modulus,
-            bits,
+            bits: self.bits.fold(to)?,
+            layout: self.layout,
         })
     }
 
-    /// Unions two filters of sizes `m` and `m'` at `gcd(m, m')` bits (paper 000 §6) and
-    /// `min(k, k')` hash functions. The paper assumes equal `k`; a smaller `k` also works because
-    /// enhanced double hashing gives every `k` the same probe sequence, so the first `min(k, k')`
-    /// probes of every key inserted into either filter are set. No inserted key is lost.
+    /// Unions two filters of sizes `m` and `m'` at `gcd(m, m')` bits (paper 000 §6; whole blocks
+    /// when blocked, as `512 | gcd`) and `min(k, k')` hash functions. The paper assumes equal `k`;
+    /// a smaller `k` also works because both layouts give every `k` the same probe sequence, so the
+    /// first `min(k, k')` probes of every key inserted into either filter are set. No inserted key
+    /// is lost. Refuses another seed or layout.
     pub fn union_folded(&self, other: &BloomFilter) -> Result<BloomFilter> {
-        if self.seed != other.seed {
-            return Err(Error::ShapeMismatch {
-                what: "seed",
-                left: self.seed,
-                right: other.seed,
-            });
+        for (what, left, right) in [
+            ("seed", self.seed, other.seed),
+            ("layout", self.layout.code(), other.layout.code()),
+        ] {
+            if left != right {
+                return Err(Error::ShapeMismatch { what, left, right });
+            }
         }
         let g = gcd(self.bits.len(), other.bits.len());
         let hashes = self.hashes.min(other.hashes);
@@ -177,6 +201,9 @@ impl Filter for BloomFilter {
 
     #[inline]
     fn insert_hash(&mut self, hash: KeyHash) {
+        if self.layout == Layout::Blocked {
+            return self.insert_blocked(hash);
+        }
         for p in hash.probes(self.hashes, self.modulus) {
             self.bits.set(p);
         }
@@ -186,6 +213,9 @@ impl Filter for BloomFilter {
     // the positions are the same (the tests compare them).
     #[inline]
     fn contains_hash(&self, hash: KeyHash) -> bool {
+        if self.layout == Layout::Blocked {
+            return self.contains_blocked(hash);
+        }
         let (mut g, mut d) = (hash.lo, hash.hi);
         for i in 1..=u64::from(self.hashes) {
             if !self.bits.test(self.modulus.reduce(g)) {
@@ -211,6 +241,73 @@ impl Filter for BloomFilter {
 
     fn memory_bits(&self) -> u64 {
         self.bits.memory_bits()
+    }
+
+    /// Standard: `(ones / m)^k`. Blocked: the mean over blocks of `(ones_b / 512)^k`, the exact
+    /// expectation for a key whose block and bits are uniform (the global fill would understate it,
+    /// since full blocks are hit as often as empty ones).
+    fn estimated_fpr(&self) -> f64 {
+        match self.layout {
+            Layout::Standard => self.fill_ratio().powi(self.hashes as i32),
+            Layout::Blocked => {
+                let k = self.hashes as i32;
+                let sum: f64 = self
+                    .bits
+                    .words()
+                    .chunks_exact(BLOCK_WORDS)
+                    .map(|b| {
+                        let ones: u32 = b.iter().map(|w| w.count_ones()).sum();
+                        (f64::from(ones) / BLOCK_BITS as f64).powi(k)
+                    })
+                    .sum();
+                sum / self.modulus.divisor() as f64
+            }
+        }
+    }
+
+    /// Standard: `-(m / k) ln(1 - ones / m)`. Blocked: with Poisson block loads the expected clear
+    /// fraction is `e^{−λ(1 − q^k)}`, `q = 1 − 1/512`, so `n = −B ln(1 − ones / m) / (1 − q^k)`.
+    fn estimated_items(&self) -> f64 {
+        let clear = (1.0 - self.fill_ratio()).ln();
+        match self.layout {
+            Layout::Standard => -(self.bits.len() as f64 / f64::from(self.hashes)) * clear,
+            Layout::Blocked => {
+                let q_k = (1.0 - 1.0 / BLOCK_BITS as f64).powi(self.hashes as i32);
+                -(self.modulus.divisor() as f64) * clear / (1.0 - q_k)
+            }
+        }
+    }
+}
+
+impl BloomFilter {
+    /// The blocked insert: the `k` bits gathered into a block mask, then ORed in one pass over the
+    /// block's 8 words (one write per word; the only bounds check is the block's).
+    #[inline]
+    fn insert_blocked(&mut self, hash: KeyHash) {
+        let first = self.modulus.reduce(hash.lo) as usize * BLOCK_WORDS;
+        let mut mask = [0u64; BLOCK_WORDS];
+        let mut g = hash.hi;
+        for _ in 0..self.hashes {
+            let p = g >> 55;
+            mask[(p >> 6) as usize] |= 1 << (p & 63);
+            g = g.wrapping_mul(BLOCK_STEP);
+        }
+        self.bits.or_block(first, &mask);
+    }
+
+    #[inline]
+    fn contains_blocked(&self, hash: KeyHash) -> bool {
+        let first = self.modulus.reduce(hash.lo) as usize * BLOCK_WORDS;
+        let block = self.bits.block(first);
+        let mut g = hash.hi;
+        for _ in 0..self.hashes {
+            let p = g >> 55;
+            if block[(p >> 6) as usize] >> (p & 63) & 1 == 0 {
+                return false;
+            }
+            g = g.wrapping_mul(BLOCK_STEP);
+        }
+        true
     }
 }
 

@@ -1,6 +1,8 @@
 use super::*;
+use crate::bits::Bits;
 use crate::error::Error;
 use crate::hash::mix64;
+use crate::hash::KeyHash;
 use crate::testing::assert_bloom_fpr;
 use proptest::prelude::*;
 
@@ -182,5 +184,208 @@ proptest! {
         prop_assert_eq!(&back, &f);
         prop_assert_eq!(&bin, &f);
         for key in &keys { prop_assert!(back.contains(key)); }
+    }
+}
+
+// ---- The blocked layout ----
+
+fn blocked(bits: u64, hashes: u32, seed: u64) -> BloomFilter {
+    BloomFilter::with_layout(
+        FilterShape::new(bits, hashes).unwrap(),
+        seed,
+        Layout::Blocked,
+    )
+    .unwrap()
+}
+
+/// Golden values of the hashing specification's step 5, computed independently from its text
+/// (Python: `b = lo % B; g = hi; 512 * b + (g >> 55); g = g * 0x9e3779b97f4a7c15 % 2**64`).
+/// A change here is a breaking format change.
+#[test]
+fn golden_blocked_positions() {
+    use crate::hash::FastMod;
+    let h = KeyHash::of(&42u64, 7);
+    let p: Vec<u64> = blocked_probes(h, 7, FastMod::new(1000).unwrap()).collect();
+    assert_eq!(p, [74_457, 74_729, 74_300, 74_324, 74_435, 74_270, 74_473]);
+    assert_eq!(p[0] / BLOCK_BITS, 145);
+    // The positions inside the block do not depend on the block count.
+    let one: Vec<u64> = blocked_probes(h, 7, FastMod::new(1).unwrap()).collect();
+    assert_eq!(one, [217, 489, 60, 84, 195, 30, 233]);
+    let at: Vec<u64> = blocked_probes(h.at(1_000), 4, FastMod::new(5_400).unwrap()).collect();
+    assert_eq!(at, [1_204_230, 1_204_485, 1_204_481, 1_204_524]);
+}
+
+/// The written-out blocked insert and contains use exactly `blocked_probes`' positions.
+#[test]
+fn blocked_fast_paths_match_the_spec() {
+    use crate::hash::FastMod;
+    for (blocks, hashes) in [
+        (1u64, 1u32),
+        (1, 4),
+        (3, 7),
+        (1000, 4),
+        (5_400, 16),
+        (7, 64),
+    ] {
+        for j in 0..200u64 {
+            let hash = KeyHash {
+                lo: mix64(j),
+                hi: mix64(j ^ 0xabcd),
+            };
+            let positions: Vec<u64> =
+                blocked_probes(hash, hashes, FastMod::new(blocks).unwrap()).collect();
+            let mut f = blocked(blocks * BLOCK_BITS, hashes, 0);
+            f.insert_hash(hash);
+            let mut expect = Bits::new(blocks * BLOCK_BITS);
+            for &p in &positions {
+                expect.set(p);
+            }
+            assert_eq!(f.bits(), &expect);
+            assert!(f.contains_hash(hash));
+            for &p in &positions {
+                let mut g = blocked(blocks * BLOCK_BITS, hashes, 0);
+                for &q in positions.iter().filter(|&&q| q != p) {
+                    g.bits_mut().set(q);
+                }
+                assert!(!g.contains_hash(hash), "bit {p} must be tested");
+            }
+        }
+    }
+}
+
+#[test]
+fn blocked_inserts_mark_exactly_the_changed_words() {
+    let mut f = blocked(4 * BLOCK_BITS, 4, 1);
+    f.bits_mut().track_dirty();
+    let mut expect = Vec::new();
+    for key in 0..20u64 {
+        let before = f.bits().clone();
+        f.insert(&key);
+        for (w, (a, b)) in before.words().iter().zip(f.bits().words()).enumerate() {
+            if a != b && !expect.contains(&(w as u32)) {
+                expect.push(w as u32);
+            }
+        }
+    }
+    let mut dirty = f.bits_mut().drain_dirty();
+    dirty.sort_unstable();
+    expect.sort_unstable();
+    assert_eq!(dirty, expect);
+    assert!(!dirty.is_empty());
+}
+
+#[test]
+fn blocked_shapes_are_whole_blocks() {
+    let shape = |bits| FilterShape::new(bits, 4).unwrap();
+    for bits in [0, 1, 511, 513, 1000] {
+        assert_eq!(
+            BloomFilter::with_layout(shape(bits), 0, Layout::Blocked),
+            Err(Error::NotWholeBlocks {
+                bits,
+                block_bits: 512
+            }),
+        );
+    }
+    assert!(BloomFilter::with_layout(shape(1024), 0, Layout::Blocked).is_ok());
+    assert!(BloomFilter::with_layout(shape(1000), 0, Layout::Standard).is_ok());
+    // Folds stay in whole blocks.
+    let f = blocked(6 * 512, 4, 0);
+    assert!(f.fold(3 * 512).is_ok());
+    assert!(matches!(f.fold(768), Err(Error::NotWholeBlocks { .. })));
+    assert!(matches!(f.fold(4 * 512), Err(Error::NotADivisor { .. })));
+}
+
+#[test]
+fn blocked_deserialization_is_validated() {
+    let f = blocked(2 * 512, 3, 1);
+    let json = serde_json::to_string(&f).unwrap();
+    assert!(json.contains("\"layout\":\"Blocked\""), "{json}");
+    assert_eq!(serde_json::from_str::<BloomFilter>(&json).unwrap(), f);
+    // The modulus of a blocked filter is its block count.
+    let bad = json.replacen("\"modulus\":2", "\"modulus\":1024", 1);
+    assert!(serde_json::from_str::<BloomFilter>(&bad).is_err());
+    // A standard filter of 1000 bits relabelled blocked: not whole blocks.
+    let s = serde_json::to_string(&BloomFilter::new(1000, 3, 1).unwrap()).unwrap();
+    let relabelled = s.replacen("\"Standard\"", "\"Blocked\"", 1);
+    assert!(serde_json::from_str::<BloomFilter>(&relabelled).is_err());
+    // Forms written before layouts existed are standard.
+    let old = r#"{"hashes":3,"seed":0,"modulus":100,"bits":{"len":100,"words":[0,0]}}"#;
+    let f: BloomFilter = serde_json::from_str(old).unwrap();
+    assert_eq!(f.layout(), Layout::Standard);
+}
+
+#[test]
+fn layouts_do_not_mix() {
+    let mut a = blocked(1024, 3, 0);
+    let b = BloomFilter::new(1024, 3, 0).unwrap();
+    for r in [a.union(&b), a.union_folded(&b).map(|_| ())] {
+        match r {
+            Err(Error::ShapeMismatch { what, .. }) => assert_eq!(what, "layout"),
+            other => panic!("expected a layout mismatch, got {other:?}"),
+        }
+    }
+}
+
+/// The blocked filter's measured FPR against (1) its fill, block by block (`estimated_fpr`), with
+/// the binomial 99% interval of the queries, and (2) the Poisson load mixture of `Layout::fpr`
+/// for (m, k, n), within 5% (the fill's own variance is far below that at this size).
+#[test]
+fn blocked_fpr_matches_the_block_load_mixture() {
+    let shape = FilterShape::new(400 * BLOCK_BITS, 4).unwrap();
+    let mut f = BloomFilter::with_layout(shape, 12, Layout::Blocked).unwrap();
+    let n = 14_000;
+    for i in 0..n {
+        f.insert(&mix64(i));
+    }
+    let fp = (0..QUERIES).filter(|&q| f.contains(&mix64(q + n))).count() as u64;
+    let given_fill = f.estimated_fpr();
+    crate::testing::assert_rate_near("blocked, given its fill", fp, QUERIES, given_fill);
+    let predicted = Layout::Blocked.fpr(shape, n as f64);
+    assert!(
+        (given_fill / predicted - 1.0).abs() < 0.05,
+        "fill says {given_fill}, the mixture {predicted}"
+    );
+    // Blocking costs accuracy: above eq. 2, and above what the global fill alone would say.
+    assert!(predicted > 1.1 * shape.fpr(n as f64));
+    assert!(given_fill > f.fill_ratio().powi(4));
+    let items = f.estimated_items();
+    assert!((items / n as f64 - 1.0).abs() < 0.02, "estimated {items}");
+}
+
+proptest! {
+    #[test]
+    fn blocked_no_false_negatives(keys in proptest::collection::vec(any::<u64>(), 1..300), blocks in 1u64..12, k in 1u32..20, seed in any::<u64>()) {
+        let mut f = blocked(blocks * BLOCK_BITS, k, seed);
+        for key in &keys { f.insert(key); }
+        for key in &keys { prop_assert!(f.contains(key)); }
+        let back: BloomFilter = serde_json::from_str(&serde_json::to_string(&f).unwrap()).unwrap();
+        let bin: BloomFilter = bincode::deserialize(&bincode::serialize(&f).unwrap()).unwrap();
+        prop_assert_eq!(&back, &f);
+        prop_assert_eq!(&bin, &f);
+        for key in &keys { prop_assert!(bin.contains(key)); }
+    }
+
+    /// Folding a blocked filter to a divisor block count equals building at that size.
+    #[test]
+    fn blocked_fold_equals_direct_build(keys in proptest::collection::vec(any::<u64>(), 0..200), base in 1u64..20, factor in 1u64..8, k in 1u32..10) {
+        let mut big = blocked(base * factor * BLOCK_BITS, k, 11);
+        let mut small = blocked(base * BLOCK_BITS, k, 11);
+        for key in &keys { big.insert(key); small.insert(key); }
+        prop_assert_eq!(big.fold(base * BLOCK_BITS).unwrap(), small);
+    }
+
+    /// Blocked filters of B and B' blocks union at gcd(B, B') blocks and min(k, k') hashes with no
+    /// false negatives.
+    #[test]
+    fn blocked_union_at_gcd_keeps_every_key(a in proptest::collection::vec(any::<u64>(), 0..100), b in proptest::collection::vec(any::<u64>(), 0..100), g in 1u64..10, x in 1u64..6, y in 1u64..6, ka in 1u32..12, kb in 1u32..12) {
+        let mut fa = blocked(g * x * BLOCK_BITS, ka, 5);
+        let mut fb = blocked(g * y * BLOCK_BITS, kb, 5);
+        for key in &a { fa.insert(key); }
+        for key in &b { fb.insert(key); }
+        let u = fa.union_folded(&fb).unwrap();
+        prop_assert_eq!(u.bit_len() % (g * BLOCK_BITS), 0);
+        prop_assert_eq!(u.layout(), Layout::Blocked);
+        prop_assert_eq!(u.hashes(), ka.min(kb));
+        for key in a.iter().chain(&b) { prop_assert!(u.contains(key)); }
     }
 }

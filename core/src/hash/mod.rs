@@ -26,6 +26,14 @@
 //!    The i-th probe is `g_i mod m`, computed exactly without a division ([`FastMod`]). Because
 //!    the reduction is a true `mod m`, folding an `m`-bit filter to `m* | m` bits (bit `i` to
 //!    `i mod m*`) gives the filter built directly with `m*` bits.
+//! 5. **Blocked probe positions** ([`crate::bloom::Layout::Blocked`],
+//!    [`crate::bloom::blocked_probes`]). A blocked filter of `m = 512 B` bits puts all `k` bits of a
+//!    hash in block `b = lo mod B` (exact, [`FastMod`] on the block count), at bits
+//!    `512 b + (g_i >> 55)` — the top 9 bits of `g_i` — with `g_0 = hi` and
+//!    `g_{i+1} = g_i · 0x9e37_79b9_7f4a_7c15` (wrapping). Every probe draws on all 64 bits of `hi`,
+//!    and the positions do not depend on `k` (a smaller `k` is a prefix) or on `B`, so folding to
+//!    `B* | B` blocks (block `b` to `b mod B*`) gives the filter built directly with `B*` blocks.
+//!    Bit `j` of a block is bit `j mod 64` of its word `j / 64`, as everywhere.
 
 mod fastmod;
 mod key;

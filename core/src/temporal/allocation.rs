@@ -4,7 +4,7 @@
 //! Filter order: PBF-2, by level from the finest (level 0, granularity 1) up; PBF-1, the tree nodes
 //! in level order from the root down, left to right, then the SBF last ([`super::Pbf1::layout`]).
 
-use crate::bloom::FilterShape;
+use crate::bloom::{FilterShape, Layout};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -64,6 +64,31 @@ impl Allocation {
     /// The shapes, in the structure's filter order.
     pub fn shapes(&self) -> &[FilterShape] {
         &self.shapes
+    }
+
+    /// This allocation made usable by `layout`: for [`Layout::Blocked`] each filter's bits rounded
+    /// down to whole 512-bit blocks (a filter left with none gets no filter); unchanged for
+    /// [`Layout::Standard`].
+    ///
+    /// ```
+    /// use chronobloom_core::bloom::Layout;
+    /// use chronobloom_core::temporal::Allocation;
+    /// let a = Allocation::uniform(3, 3_000, 4).unwrap().for_layout(Layout::Blocked);
+    /// assert_eq!(a.shapes().iter().map(|s| s.bits).collect::<Vec<_>>(), vec![512, 512, 512]);
+    /// ```
+    pub fn for_layout(&self, layout: Layout) -> Allocation {
+        let shapes = self
+            .shapes
+            .iter()
+            .map(|s| match layout.round_down(s.bits) {
+                0 => FilterShape { bits: 0, hashes: 0 },
+                bits => FilterShape {
+                    bits,
+                    hashes: s.hashes,
+                },
+            })
+            .collect();
+        Allocation { shapes }
     }
 
     /// Sum of all filters' bits.

@@ -11,8 +11,12 @@
 //!   dropped (a later query touching them is answered "maybe", and [`PartitionedPbf2::try_query`]
 //!   reports [`Error::Retired`]) or written to a directory with serde and reloaded by the queries
 //!   that need them.
+//! * **Layout**: partitions are standard unless built with [`PartitionedPbf2::with_layout`]; a
+//!   blocked one rounds each allocation the strategy chooses down to whole blocks
+//!   ([`super::Allocation::for_layout`]).
 
 use super::{AllocationStrategy, Answer, Pbf2, TemporalFilter, Tick, TimeRange};
+use crate::bloom::Layout;
 use crate::error::{Error, Result};
 use crate::hash::KeyHash;
 use serde::{Deserialize, Serialize};
@@ -66,6 +70,7 @@ enum Slot {
 pub struct PartitionedPbf2<S> {
     cfg: PartitionConfig,
     levels: u32,
+    layout: Layout,
     strategy: S,
     /// Spans keyed by their first tick; each covers [start, end) and none overlap.
     spans: BTreeMap<Tick, (Tick, Slot)>,
@@ -76,6 +81,11 @@ pub struct PartitionedPbf2<S> {
 impl<S: AllocationStrategy> PartitionedPbf2<S> {
     /// A partitioned PBF-2 with no partitions yet; checks the configuration.
     pub fn new(cfg: PartitionConfig, strategy: S) -> Result<Self> {
+        Self::with_layout(cfg, strategy, Layout::Standard)
+    }
+
+    /// [`Self::new`] with every partition's levels in `layout`.
+    pub fn with_layout(cfg: PartitionConfig, strategy: S, layout: Layout) -> Result<Self> {
         let levels = Pbf2::levels_for(cfg.partition_len)?;
         if cfg.partition_bits == 0 {
             return Err(Error::invalid("partition_bits", "must be positive"));
@@ -94,6 +104,7 @@ impl<S: AllocationStrategy> PartitionedPbf2<S> {
         Ok(PartitionedPbf2 {
             cfg,
             levels,
+            layout,
             strategy,
             spans: BTreeMap::new(),
             newest: 0,
@@ -156,7 +167,13 @@ impl<S: AllocationStrategy> PartitionedPbf2<S> {
                     self.strategy
                         .allocation(index, self.levels, self.cfg.partition_bits)?;
                 let start = index * self.cfg.partition_len;
-                let pbf = Pbf2::starting_at(start, self.cfg.partition_len, &alloc, self.cfg.seed)?;
+                let pbf = Pbf2::with_layout(
+                    start,
+                    self.cfg.partition_len,
+                    &alloc.for_layout(self.layout),
+                    self.cfg.seed,
+                    self.layout,
+                )?;
                 self.spans
                     .insert(start, (pbf.capacity(), Slot::Memory(pbf)));
                 start

@@ -12,9 +12,14 @@
 //!
 //! A level given zero bits is never consulted: each of its blocks is split into its two children
 //! one level down; a block at level 0 with no bits answers "maybe".
+//!
+//! **Layout**: every level's filter has the PBF-2's [`Layout`]. The blocked layout
+//! ([`Pbf2::with_layout`]) touches one cache line per level and insert instead of `k`, at a
+//! somewhat higher per-level false positive rate ([`Layout::fpr`]); levels then need whole 512-bit
+//! blocks ([`Allocation::for_layout`] rounds an allocation down to them).
 
 use super::{dyadic_cover, Allocation, Answer, Block, TemporalFilter, Tick, TimeRange};
-use crate::bloom::{BloomFilter, Filter, FilterShape};
+use crate::bloom::{BloomFilter, Filter, FilterShape, Layout};
 use crate::error::{Error, Result};
 use crate::hash::KeyHash;
 use serde::{Deserialize, Serialize};
@@ -46,7 +51,7 @@ pub struct Pbf2 {
 }
 
 /// The serialized form, checked on the way in: 1 to 64 levels, a span that fits in `u64`, a
-/// dynamic PBF-2 starting at 0, and every level hashed with the PBF-2's seed.
+/// dynamic PBF-2 starting at 0, and every level hashed with the PBF-2's seed and in one layout.
 #[derive(Deserialize)]
 struct Pbf2Fields {
     seed: u64,
@@ -84,6 +89,16 @@ impl TryFrom<Pbf2Fields> for Pbf2 {
                 right: f.seed,
             });
         }
+        let mut layouts = f.levels.iter().flatten().map(BloomFilter::layout);
+        if let Some(first) = layouts.next() {
+            if let Some(other) = layouts.find(|&l| l != first) {
+                return Err(Error::ShapeMismatch {
+                    what: "level layouts",
+                    left: first.code(),
+                    right: other.code(),
+                });
+            }
+        }
         Ok(Pbf2 {
             seed: f.seed,
             start: f.start,
@@ -120,6 +135,28 @@ impl Pbf2 {
         allocation: &Allocation,
         seed: u64,
     ) -> Result<Self> {
+        Self::with_layout(start, horizon, allocation, seed, Layout::Standard)
+    }
+
+    /// [`Self::starting_at`] with every level's filter in `layout`. A blocked PBF-2 needs each
+    /// level's bits to be 0 or a multiple of 512 ([`Allocation::for_layout`] rounds them).
+    ///
+    /// ```
+    /// use chronobloom_core::bloom::Layout;
+    /// use chronobloom_core::temporal::{Allocation, Pbf2, TemporalFilter, TimeRange};
+    /// let alloc = Allocation::uniform(11, 200_000, 4).unwrap().for_layout(Layout::Blocked);
+    /// let mut p = Pbf2::with_layout(0, 1_000, &alloc, 3, Layout::Blocked).unwrap();
+    /// p.insert(&"k", 500).unwrap();
+    /// assert!(p.query(&"k", TimeRange::new(400, 600).unwrap()));
+    /// assert_eq!(p.layout(), Layout::Blocked);
+    /// ```
+    pub fn with_layout(
+        start: Tick,
+        horizon: Tick,
+        allocation: &Allocation,
+        seed: u64,
+        layout: Layout,
+    ) -> Result<Self> {
         let levels = Self::levels_for(horizon)?;
         if start.checked_add(horizon).is_none() {
             return Err(Error::invalid("start", "start + horizon overflows u64"));
@@ -128,7 +165,7 @@ impl Pbf2 {
         let levels = allocation
             .shapes()
             .iter()
-            .map(|&s| level_filter(s, seed))
+            .map(|&s| level_filter(s, seed, layout))
             .collect::<Result<_>>()?;
         Ok(Pbf2 {
             seed,
@@ -152,12 +189,31 @@ impl Pbf2 {
     /// A dynamic PBF-2 whose every level has `level_shape` (at least one bit); it grows a level each
     /// time the ticks seen double.
     pub fn dynamic(level_shape: FilterShape, seed: u64) -> Result<Self> {
+        Self::dynamic_with_layout(level_shape, seed, Layout::Standard)
+    }
+
+    /// [`Self::dynamic`] with the levels in `layout` (whole 512-bit blocks when blocked); the
+    /// levels it grows are clones of the top one, so they keep it.
+    pub fn dynamic_with_layout(
+        level_shape: FilterShape,
+        seed: u64,
+        layout: Layout,
+    ) -> Result<Self> {
         Ok(Pbf2 {
             seed,
             start: 0,
             horizon: None,
-            levels: vec![Some(BloomFilter::from_shape(level_shape, seed)?)],
+            levels: vec![Some(BloomFilter::with_layout(level_shape, seed, layout)?)],
         })
+    }
+
+    /// The levels' layout (standard when no level has a filter).
+    pub fn layout(&self) -> Layout {
+        self.levels
+            .iter()
+            .flatten()
+            .next()
+            .map_or(Layout::Standard, BloomFilter::layout)
     }
 
     /// Number of levels.
@@ -198,6 +254,7 @@ impl Pbf2 {
     /// gap between them (paper 000 §6). Each level is the OR of both levels folded to the gcd of their sizes,
     /// with the smaller hash count (the probe sequence's prefix, see
     /// [`BloomFilter::union_folded`]); a level either side gave no bits has none. No key is lost.
+    /// Refuses PBF-2s of different layouts.
     pub fn merge_adjacent(&self, next: &Pbf2) -> Result<Pbf2> {
         let (Some(_), Some(_)) = (self.horizon, next.horizon) else {
             return Err(Error::invalid(
@@ -214,6 +271,7 @@ impl Pbf2 {
         }
         for (what, l, r) in [
             ("seed", self.seed, next.seed),
+            ("layout", self.layout().code(), next.layout().code()),
             ("levels", self.levels.len() as u64, next.levels.len() as u64),
         ] {
             if l != r {
@@ -306,8 +364,9 @@ impl Pbf2 {
     }
 
     /// The PBF-2 with every level folded to the bits of `allocation` (paper 000 §6): each level's
-    /// new size must divide its current size, with the same hash count. No key is lost: probes are
-    /// reduced `mod m`, so a folded level equals the level built at the smaller size.
+    /// new size must divide its current size, with the same hash count (and be whole blocks when
+    /// blocked). No key is lost: probes are reduced `mod m` (or the block `mod B`), so a folded
+    /// level equals the level built at the smaller size.
     pub fn fold_to(&self, allocation: &Allocation) -> Result<Pbf2> {
         allocation.expect_len(self.levels.len())?;
         let levels = self
@@ -351,11 +410,11 @@ impl Pbf2 {
     }
 }
 
-fn level_filter(shape: FilterShape, seed: u64) -> Result<Option<BloomFilter>> {
+fn level_filter(shape: FilterShape, seed: u64, layout: Layout) -> Result<Option<BloomFilter>> {
     if shape.bits == 0 {
         return Ok(None);
     }
-    BloomFilter::from_shape(shape, seed).map(Some)
+    BloomFilter::with_layout(shape, seed, layout).map(Some)
 }
 
 impl TemporalFilter for Pbf2 {
