@@ -3,8 +3,8 @@
 //!
 //! `cargo bench --bench operators [-- PER_TICK [TICKS]]` — synthetic: u64 keys, T = 86,400 ticks
 //! (one partition), m = 5·10^7 bits, 4 hashes, epochs of 60 ticks, `PER_TICK` records per tick
-//! (default 100) over the first `TICKS` ticks (default 86,400), for both placements and 1 and 2
-//! workers (digest off, plus one run with it on). Each worker generates its own share of every
+//! (default 100) over the first `TICKS` ticks (default 86,400), for both placements, both level
+//! layouts and 1 and 2 workers (digest off, plus one run per layout with it on). Each worker generates its own share of every
 //! tick (record i of tick t goes to worker i mod n) and runs at most `LAG` epochs ahead of the
 //! slowest worker, so workers do not lock-step at every epoch. Real: `data/real.pcap` (fetch with
 //! `scripts/fetch-traces.sh`), source addresses at 10 ms ticks, 2 workers, when the file exists.
@@ -12,6 +12,7 @@
 use chronobloom::operators::timely;
 use chronobloom::operators::{IndexConfig, Placement, TemporalIndex};
 use chronobloom::trace::{FlowKey, KeyKind, PcapTrace, Ticker};
+use chronobloom_core::bloom::Layout;
 use chronobloom_core::temporal::TimeRange;
 use std::time::{Duration, Instant};
 use timely::dataflow::operators::{Input, Inspect, Probe};
@@ -39,7 +40,7 @@ impl Synthetic {
     }
 }
 
-fn config(placement: Placement, digest: bool) -> IndexConfig {
+fn config(placement: Placement, digest: bool, layout: Layout) -> IndexConfig {
     IndexConfig::builder()
         .epoch_len(EPOCH)
         .partition_len(HORIZON)
@@ -47,6 +48,7 @@ fn config(placement: Placement, digest: bool) -> IndexConfig {
         .hashes(4)
         .placement(placement)
         .digest(digest)
+        .layout(layout)
         .build()
         .expect("valid configuration")
 }
@@ -107,10 +109,11 @@ fn report(
 ) {
     let (secs, sent) = r;
     println!(
-        "{{\"stream\":\"{name}\",\"placement\":\"{:?}\",\"digest\":{},\"workers\":{workers},\
+        "{{\"stream\":\"{name}\",\"placement\":\"{:?}\",\"layout\":\"{:?}\",\"digest\":{},\"workers\":{workers},\
          \"records\":{n},\"seconds\":{secs:.3},\"records_per_sec_per_worker\":{:.0},\
          \"delta_bytes_per_epoch\":{},\"raw_shuffle_bytes_per_epoch\":{}}}",
         cfg.placement(),
+        cfg.layout(),
         cfg.digest(),
         n as f64 / secs / workers as f64,
         sent / epochs.max(1),
@@ -135,14 +138,17 @@ fn main() {
     // a raw record: u64 key and u64 tick
     let raw = n * 16;
     let epochs = w.ticks.div_ceil(EPOCH);
-    for (placement, digest, workers) in [
-        (Placement::Replicated, true, 1),
-        (Placement::Replicated, false, 1),
-        (Placement::Replicated, false, 2),
-        (Placement::Sharded, false, 1),
-        (Placement::Sharded, false, 2),
+    for (placement, digest, workers, layout) in [
+        (Placement::Replicated, true, 1, Layout::Standard),
+        (Placement::Replicated, false, 1, Layout::Standard),
+        (Placement::Sharded, false, 2, Layout::Standard),
+        (Placement::Replicated, true, 1, Layout::Blocked),
+        (Placement::Replicated, false, 1, Layout::Blocked),
+        (Placement::Replicated, false, 2, Layout::Blocked),
+        (Placement::Sharded, false, 1, Layout::Blocked),
+        (Placement::Sharded, false, 2, Layout::Blocked),
     ] {
-        let cfg = config(placement, digest);
+        let cfg = config(placement, digest, layout);
         let feed = move |me: usize, peers: usize, t: u64, send: &mut dyn FnMut(u64)| {
             for i in (me as u64..w.per_tick).step_by(peers) {
                 send(w.key(t, i));
@@ -151,6 +157,7 @@ fn main() {
         let r = run(&cfg, workers, (0..w.ticks).collect(), feed);
         report("synthetic", &cfg, workers, n, epochs, raw, r);
     }
+    memory_floor(w.records().min(4_000_000));
     match real_trace("data/real.pcap") {
         Ok(records) if !records.is_empty() => {
             let n = records.len() as u64;
@@ -162,7 +169,7 @@ fn main() {
             }
             let by_tick = std::sync::Arc::new(by_tick);
             for placement in [Placement::Replicated, Placement::Sharded] {
-                let cfg = config(placement, false);
+                let cfg = config(placement, false, Layout::Standard);
                 let keys = by_tick.clone();
                 let feed = move |me: usize, peers: usize, t: u64, send: &mut dyn FnMut(String)| {
                     for k in keys.get(&t).into_iter().flatten().skip(me).step_by(peers) {
@@ -195,4 +202,31 @@ fn real_trace(path: &str) -> Result<Vec<(u64, String)>, Box<dyn std::error::Erro
         }
     }
     Ok(out)
+}
+
+/// The memory floor of the index's insert on this machine: per record, 18 read-modify-writes of
+/// a random word in a random 512-bit block of an array of m = 5·10^7 bits (one block per level,
+/// what a blocked PBF-2 touches), with no hashing, dataflow or merge. No insert can beat it.
+fn memory_floor(records: u64) {
+    const LEVELS: u64 = 18;
+    let mut words = vec![0u64; 50_000_000 / 64];
+    let blocks = words.len() as u64 / 8;
+    let per_level = blocks / LEVELS;
+    let mix = chronobloom_core::hash::mix64;
+    let start = Instant::now();
+    for r in 0..records {
+        for l in 0..LEVELS {
+            let h = mix(r << 5 | l);
+            let block = l * per_level + h % per_level;
+            let w = (block * 8 + (h >> 61)) as usize;
+            words[w] |= 1 << (h >> 55 & 63);
+        }
+    }
+    let ns = start.elapsed().as_secs_f64() * 1e9 / records as f64;
+    let checksum = words.iter().fold(0u64, |a, &b| a ^ b);
+    println!(
+        "{{\"stream\":\"memory_floor\",\"records\":{records},\"ns_per_record\":{ns:.1},\
+         \"records_per_sec\":{:.0},\"checksum\":{checksum}}}",
+        1e9 / ns
+    );
 }

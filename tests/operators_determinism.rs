@@ -6,6 +6,7 @@
 
 mod support;
 
+use chronobloom::core::bloom::Layout;
 use chronobloom::core::temporal::{Allocation, Pbf2, TemporalFilter, TimeRange};
 use chronobloom::operators::digest::{state_digest, EpochDigest};
 use chronobloom::operators::stats::{EpochStats, RejectReason};
@@ -253,7 +254,7 @@ fn reference_with(
                 let a = allocations
                     .get(&(t / PARTITION))
                     .unwrap_or(cfg.allocation());
-                Pbf2::new(PARTITION, a, cfg.seed()).unwrap()
+                Pbf2::with_layout(0, PARTITION, a, cfg.seed(), cfg.layout()).unwrap()
             });
             pbf.insert(&key, t % PARTITION).unwrap();
         }
@@ -375,6 +376,41 @@ fn digests_and_answers_match_the_single_threaded_pbf2_for_1_2_4_threads() {
             last.epoch,
             last.digest
         );
+    }
+}
+
+/// The blocked layout (one 512-bit block per key and level): the same equalities, for both
+/// placements, against single-threaded blocked PBF-2s.
+#[test]
+fn blocked_layout_matches_the_single_threaded_blocked_pbf2() {
+    let wl = workload();
+    let blocked = |placement| {
+        builder(placement)
+            .bits(8 * 16_384)
+            .hashes(3)
+            .layout(Layout::Blocked)
+            .build()
+            .unwrap()
+    };
+    let refr = reference(&blocked(Placement::Replicated), &wl);
+    let standard = reference(&wide(Placement::Replicated), &wl);
+    assert_ne!(
+        refr.digests, standard.digests,
+        "the layout changes the bits"
+    );
+    for (placement, threads) in [
+        (Placement::Replicated, 1),
+        (Placement::Replicated, 2),
+        (Placement::Sharded, 2),
+        (Placement::Sharded, 4),
+    ] {
+        let out = run(
+            timely::Config::process(threads),
+            blocked(placement),
+            wl.clone(),
+        );
+        check(&out, &refr, &wl, threads);
+        check_stats(&out, &refr, threads, placement);
     }
 }
 

@@ -473,8 +473,14 @@ impl LocalState {
     fn filter(&mut self, p: u64) -> Option<&mut Pbf2> {
         if !self.filters.contains_key(&p) {
             let allocation = self.resolve(p)?.clone();
-            let mut pbf =
-                Pbf2::new(self.config.partition_len(), &allocation, self.config.seed()).ok()?;
+            let mut pbf = Pbf2::with_layout(
+                0,
+                self.config.partition_len(),
+                &allocation,
+                self.config.seed(),
+                self.config.layout(),
+            )
+            .ok()?;
             for level in 0..pbf.levels() {
                 if let Some(f) = pbf.level_mut(level) {
                     f.bits_mut().track_dirty();

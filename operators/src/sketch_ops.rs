@@ -669,7 +669,10 @@ fn allocate(
     learned: &[FilterStats],
 ) -> Result<Allocation> {
     let bits = index.allocation().total_bits();
-    let allocation = config.strategy.allocate(learned, bits, config.k_max)?;
+    let allocation = config
+        .strategy
+        .allocate(learned, bits, config.k_max)?
+        .for_layout(index.layout());
     IndexConfig::builder()
         .epoch_len(index.epoch_len())
         .partition_len(index.partition_len())
@@ -677,6 +680,7 @@ fn allocate(
         .allocation(allocation.clone())
         .seed(index.seed())
         .placement(index.placement())
+        .layout(index.layout())
         .build()?;
     Ok(allocation)
 }

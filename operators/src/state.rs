@@ -5,7 +5,7 @@ use crate::config::IndexConfig;
 use crate::delta::{shard_words, DeltaWords, LevelDelta, BLOCK_WORDS};
 use crate::digest::{block_hash, BlockUpdate};
 use crate::stats::{LevelStats, RejectReason};
-use chronobloom_core::bloom::FilterShape;
+use chronobloom_core::bloom::{blocked_probes, FilterShape, Layout, BLOCK_BITS};
 use chronobloom_core::hash::{FastMod, Key, KeyHash};
 use chronobloom_core::temporal::{dyadic_cover, Allocation, Answer, Pbf2, Tick, TimeRange};
 use std::collections::BTreeMap;
@@ -51,7 +51,9 @@ pub(crate) fn walk_steps<'a>(shards: impl IntoIterator<Item = &'a [Step]>) -> An
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct LevelShard {
     shape: FilterShape,
-    /// `None` for a level without bits.
+    layout: Layout,
+    /// What probes are reduced by (the bits, or the blocks when blocked); `None` for a level
+    /// without bits.
     modulus: Option<FastMod>,
     /// Index of the first word held.
     first: usize,
@@ -62,12 +64,17 @@ struct LevelShard {
 }
 
 impl LevelShard {
-    fn new(shape: FilterShape, me: usize, peers: usize) -> Self {
+    fn new(shape: FilterShape, layout: Layout, me: usize, peers: usize) -> Self {
         let range = shard_words(shape.bits.div_ceil(64) as usize, me, peers);
         let blocks = range.len().div_ceil(BLOCK_WORDS);
+        let modulus = match layout {
+            Layout::Standard => FastMod::new(shape.bits),
+            Layout::Blocked => FastMod::new(shape.bits / BLOCK_BITS),
+        };
         LevelShard {
             shape,
-            modulus: FastMod::new(shape.bits),
+            layout,
+            modulus,
             first: range.start,
             words: vec![0; range.len()],
             ones: 0,
@@ -135,12 +142,16 @@ impl LevelShard {
     /// True when every probe bit of `hash` this shard holds is set.
     fn holds_all(&self, hash: KeyHash) -> bool {
         let Some(m) = self.modulus else { return true };
-        hash.probes(self.shape.hashes, m).all(|p| {
+        let held = |p: u64| {
             let i = (p / 64) as usize;
             i.checked_sub(self.first)
                 .and_then(|j| self.words.get(j))
                 .is_none_or(|w| w >> (p % 64) & 1 == 1)
-        })
+        };
+        match self.layout {
+            Layout::Standard => hash.probes(self.shape.hashes, m).all(held),
+            Layout::Blocked => blocked_probes(hash, self.shape.hashes, m).all(held),
+        }
     }
 
     /// Bits of the level this shard holds.
@@ -357,7 +368,14 @@ impl MergedState {
     /// not fit a PBF-2 of the configuration.
     fn partition_or_new(&mut self, p: u64, allocation: &Allocation) -> Option<&mut PartitionShard> {
         if !self.partitions.contains_key(&p) {
-            Pbf2::new(self.config.partition_len(), allocation, self.config.seed()).ok()?;
+            Pbf2::with_layout(
+                0,
+                self.config.partition_len(),
+                allocation,
+                self.config.seed(),
+                self.config.layout(),
+            )
+            .ok()?;
             if allocation
                 .shapes()
                 .iter()
@@ -368,7 +386,7 @@ impl MergedState {
             let levels = allocation
                 .shapes()
                 .iter()
-                .map(|&s| LevelShard::new(s, self.me, self.peers))
+                .map(|&s| LevelShard::new(s, self.config.layout(), self.me, self.peers))
                 .collect();
             self.partitions.insert(
                 p,
