@@ -61,7 +61,7 @@ use chronobloom_core::temporal::Tick;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
@@ -578,8 +578,10 @@ struct DecideState<D> {
     key: KeyBytes<D>,
     /// Per record of the tick being decided: not seen before the tick.
     fresh: Vec<bool>,
-    /// Records of the tick being decided whose key may have occurred earlier in the tick.
-    repeats: Vec<usize>,
+    /// Fingerprints of the tick being decided whose key may have occurred earlier in the tick.
+    repeats: Vec<u64>,
+    /// Scratch for sorting a tick's records by shard.
+    order: Vec<(u32, usize)>,
 }
 
 impl<D: ExchangeData> DecideState<D> {
@@ -602,6 +604,7 @@ impl<D: ExchangeData> DecideState<D> {
             key,
             fresh: Vec::new(),
             repeats: Vec::new(),
+            order: Vec::new(),
         }
     }
 
@@ -714,16 +717,6 @@ impl<D: ExchangeData> DecideState<D> {
         self.view.is_none() || e == 0 || !d_frontier.less_equal(&self.config.epoch_start(e))
     }
 
-    /// The tick filter of fingerprint `fp`'s shard, created at `t` if absent.
-    #[inline]
-    fn filter_mut(&mut self, fp: u64, t: Tick) -> Option<&mut TickFilter> {
-        let slot = &mut self.shards[shard_of_fp(fp, self.config.shards()) as usize];
-        if slot.is_none() {
-            *slot = TickFilter::new(self.shard_shape, self.config.window(), t).ok();
-        }
-        slot.as_mut()
-    }
-
     /// Inserts the other workers' keys of the epochs before `t`'s (`Local`, several workers).
     fn apply_view(&mut self, t: Tick) {
         let Some(view) = self.view.as_mut() else {
@@ -731,54 +724,81 @@ impl<D: ExchangeData> DecideState<D> {
         };
         for (e, keys) in view.take_before(self.config.epoch_of(t)) {
             let last = self.config.epoch_last(e);
-            for fp in keys {
-                if let Some(f) = self.filter_mut(fp, last) {
-                    f.insert(fp, last);
+            let order = self.by_shard(keys.iter().copied());
+            let mut touched = 0u64;
+            for (shard, segment) in order.chunk_by(|a, b| a.0 == b.0).map(|s| (s[0].0, s)) {
+                let slot = &mut self.shards[shard as usize];
+                if slot.is_none() {
+                    *slot = TickFilter::new(self.shard_shape, self.config.window(), last).ok();
+                }
+                let Some(f) = slot.as_mut() else { continue };
+                for &(_, i) in segment {
+                    touched ^= f.touch(keys[i]);
+                }
+                for &(_, i) in segment {
+                    f.insert(keys[i], last);
                 }
             }
+            std::hint::black_box(touched);
+            self.order = order;
         }
     }
 
     /// Decides tick `t`'s records (see the module docs) and returns those that pass.
     fn decide(&mut self, t: Tick, mut records: Vec<(u64, D)>) -> Vec<D> {
         self.apply_view(t);
-        let shards = self.config.shards();
-        // 1. against the state before `t`
-        let mut fresh = std::mem::take(&mut self.fresh);
-        fresh.clear();
-        fresh.extend(records.iter().map(|&(fp, _)| {
-            !self.shards[shard_of_fp(fp, shards) as usize]
-                .as_ref()
-                .is_some_and(|f| f.seen(fp, t))
-        }));
-        // 2. insert; a key inserted earlier in the tick finds all its cells at `t` already
         let e = self.config.epoch_of(t);
         let epoch_start = self.config.epoch_start(e);
         let mut outgoing = self
             .epochs
             .get_mut(&e)
             .and_then(|epoch| epoch.outgoing.take());
+        // Shard by shard (a shard's keys touch few enough lines to stay cached between the two
+        // phases): its lines are touched first, so the misses overlap, then
+        // 1. every key is checked against the state before `t`,
+        // 2. every key is inserted at `t`; a key inserted earlier in the tick finds all its cells
+        //    at `t` already (a repeat candidate).
+        let order = self.by_shard(records.iter().map(|&(fp, _)| fp));
+        let mut fresh = std::mem::take(&mut self.fresh);
+        fresh.clear();
+        fresh.resize(records.len(), true);
         let mut repeats = std::mem::take(&mut self.repeats);
         repeats.clear();
-        for (i, &(fp, _)) in records.iter().enumerate() {
-            let Some(f) = self.filter_mut(fp, t) else {
-                continue;
-            };
-            let before = f.insert(fp, t);
-            if before == Some(t) && fresh[i] {
-                repeats.push(i);
+        let mut touched = 0u64;
+        for (shard, segment) in order.chunk_by(|a, b| a.0 == b.0).map(|s| (s[0].0, s)) {
+            let slot = &mut self.shards[shard as usize];
+            if let Some(f) = slot.as_ref() {
+                for &(_, i) in segment {
+                    touched ^= f.touch(records[i].0);
+                }
+                for &(_, i) in segment {
+                    fresh[i] = !f.seen(records[i].0, t);
+                }
             }
-            // keys whose cells this worker's inserts of the epoch all set already need not travel
-            if let Some(out) = outgoing.as_mut() {
-                if before.is_none_or(|b| b < epoch_start) {
-                    out.push(fp);
+            if slot.is_none() {
+                *slot = TickFilter::new(self.shard_shape, self.config.window(), t).ok();
+            }
+            let Some(f) = slot.as_mut() else { continue };
+            for &(_, i) in segment {
+                let fp = records[i].0;
+                let before = f.insert(fp, t);
+                if before == Some(t) && fresh[i] {
+                    repeats.push(fp);
+                }
+                // keys whose cells this worker's inserts of the epoch all set need not travel
+                if let Some(out) = outgoing.as_mut() {
+                    if before.is_none_or(|b| b < epoch_start) {
+                        out.push(fp);
+                    }
                 }
             }
         }
+        std::hint::black_box(touched);
+        self.order = order;
         if let Some(epoch) = self.epochs.get_mut(&e) {
             epoch.outgoing = outgoing;
         }
-        let same_tick = self.resolve_repeats(&records, &repeats, &mut fresh);
+        let same_tick = self.resolve_repeats(&records, &mut repeats, &mut fresh);
         let total = records.len() as u64;
         let mut i = 0;
         records.retain(|_| {
@@ -798,18 +818,56 @@ impl<D: ExchangeData> DecideState<D> {
         passed
     }
 
-    /// Among fresh records of one tick sharing a key with a flagged `repeat`, keeps the one with
-    /// the smallest encoding fresh; returns how many it dropped.
-    fn resolve_repeats(&self, records: &[(u64, D)], repeats: &[usize], fresh: &mut [bool]) -> u64 {
+    /// `(shard, index)` of every fingerprint, sorted by shard (a counting sort; the scratch
+    /// vector is reused).
+    fn by_shard(&mut self, fps: impl Iterator<Item = u64>) -> Vec<(u32, usize)> {
+        let shards = self.config.shards();
+        let mut counts = vec![0usize; shards as usize + 1];
+        let mut keyed = std::mem::take(&mut self.order);
+        keyed.clear();
+        keyed.extend(fps.enumerate().map(|(i, fp)| {
+            let s = shard_of_fp(fp, shards);
+            counts[s as usize + 1] += 1;
+            (s, i)
+        }));
+        for s in 1..counts.len() {
+            counts[s] += counts[s - 1];
+        }
+        let mut order = vec![(0, 0); keyed.len()];
+        for &(s, i) in &keyed {
+            order[counts[s as usize]] = (s, i);
+            counts[s as usize] += 1;
+        }
+        self.order = keyed;
+        order
+    }
+
+    /// Among fresh records of one tick whose fingerprint is in `repeats` (candidates flagged by
+    /// the filter), keeps one per exact key fresh, the one with the smallest encoding; returns
+    /// how many it dropped.
+    fn resolve_repeats(
+        &self,
+        records: &[(u64, D)],
+        repeats: &mut [u64],
+        fresh: &mut [bool],
+    ) -> u64 {
         if repeats.is_empty() {
             return 0;
         }
-        let fps: HashSet<u64> = repeats.iter().map(|&i| records[i].0).collect();
+        repeats.sort_unstable();
+        // a 4096-bit prefilter keeps the binary search off most records
+        let mut bloom = [0u64; 64];
+        for &fp in repeats.iter() {
+            bloom[(fp >> 6) as usize & 63] |= 1 << (fp & 63);
+        }
         // exact key -> (index of the best record so far, its encoding once compared)
         let mut first: HashMap<Vec<u8>, (usize, Option<Vec<u8>>)> = HashMap::new();
         let mut dropped = 0;
         for (i, (fp, record)) in records.iter().enumerate() {
-            if !fresh[i] || !fps.contains(fp) {
+            if !fresh[i]
+                || bloom[(fp >> 6) as usize & 63] & (1 << (fp & 63)) == 0
+                || repeats.binary_search(fp).is_err()
+            {
                 continue;
             }
             match first.entry((self.key)(record).as_slice().to_vec()) {

@@ -28,7 +28,7 @@ pub struct SliceStats {
     /// epoch).
     pub bits: u64,
     /// Fraction of cells live in the window ending at the epoch's last tick (shards, sampled from
-    /// 64 lines); 0 for view epochs, which answer nothing until inserted.
+    /// 32 lines); 0 for view epochs, which answer nothing until inserted.
     pub fill: f64,
     /// False positive rate of one query estimated from the sampled lines: the mean of
     /// `(live fraction of a line)^k`; 0 for view epochs.
