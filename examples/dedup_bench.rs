@@ -2,15 +2,21 @@
 //!
 //! ```text
 //! cargo run --release --example dedup_bench -- --mode by-key|local --workers N \
-//!     [--rate 50000] [--ticks 120] [--window 60] [--epoch-len 1] [--fpr 0.01] [--universe N]
+//!     [--rate 50000] [--ticks 120] [--window 60] [--epoch-len 1] [--fpr 0.01] [--universe N] \
+//!     [--lag 4] [--baseline pipeline|exchange]
 //! ```
 //!
-//! Each worker draws `--rate` keys (`u64`, uniform over `--universe`) per tick, generated before
-//! the clock starts. Ticks are seconds: W = 60 s. The driver sends a tick, advances the input, and
-//! blocks at epoch boundaries only. Records per second per worker is the total over the elapsed
-//! time over the workers. Bytes: what the operator sent other workers (`ByKey`: the serialized
-//! `(hash, key)` pairs; `Local`: the view slices), and what shuffling the raw 8-byte records would
-//! have moved (records whose owner is another worker × 8 bytes).
+//! Each worker draws `--rate` keys (`u64`, uniform over `--universe`) per tick, on the clock, into
+//! one batch per tick. Ticks are seconds: W = 60 s. The driver sends a tick and advances the
+//! input; at epoch boundaries it lets the input run at most `--lag` epochs ahead of the output
+//! before it blocks. Every record goes through the dataflow and every passed record is counted.
+//! Records per second per worker is the total over the elapsed time over the workers. Bytes: what
+//! the operator sent other workers (`ByKey`: the serialized `(fingerprint, key)` pairs; `Local`:
+//! 8-byte key fingerprints of closed epochs), and what shuffling the raw 8-byte records would have
+//! moved (records whose owner is another worker × 8 bytes).
+//!
+//! `--baseline` replaces the dedup operator by a trivial one that counts records, after an
+//! exchange by key hash (`exchange`) or not (`pipeline`): the engine's own cost per record.
 
 use chronobloom::core::hash::KeyHash;
 use chronobloom::operators::timely;
@@ -19,8 +25,9 @@ use clap::{Parser, ValueEnum};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use timely::dataflow::operators::{Input, Inspect, Probe};
+use timely::dataflow::operators::{Exchange, Input, Inspect, Probe};
 use timely::dataflow::ProbeHandle;
+use timely::progress::Stamp;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Mode {
@@ -57,6 +64,20 @@ struct Args {
     /// Key universe (smaller = more duplicates).
     #[arg(long, default_value_t = 1 << 26)]
     universe: u64,
+    /// Epochs the input may run ahead of the output.
+    #[arg(long, default_value_t = 4)]
+    lag: u64,
+    /// Measure a trivial dataflow instead of the dedup operator.
+    #[arg(long, value_enum)]
+    baseline: Option<Baseline>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Baseline {
+    /// Count records where they are.
+    Pipeline,
+    /// Exchange records by key hash, then count them.
+    Exchange,
 }
 
 fn splitmix(state: &mut u64) -> u64 {
@@ -103,17 +124,17 @@ fn main() -> ExitCode {
     };
     let totals = Arc::new(Mutex::new(Totals::default()));
     let t2 = Arc::clone(&totals);
-    let (rate, ticks, universe) = (args.rate, args.ticks, args.universe.max(1));
+    let (rate, ticks, universe, baseline) =
+        (args.rate, args.ticks, args.universe.max(1), args.baseline);
+    let lag = args.lag.max(1) * args.epoch_len;
     let run = timely::execute(timely::Config::process(args.workers), move |worker| {
         let (me, peers) = (worker.index(), worker.peers());
+        let draw = move |s: &mut u64| splitmix(s) % universe;
+        // what shuffling the raw records would move, from the same keys (off the clock)
         let mut s = 1 + me as u64;
-        let batches: Vec<Vec<u64>> = (0..ticks)
-            .map(|_| (0..rate).map(|_| splitmix(&mut s) % universe).collect())
-            .collect();
-        let raw: u64 = batches
-            .iter()
-            .flatten()
-            .filter(|&&k| cfg.shard_of(KeyHash::of(&k, cfg.seed())) as usize % peers != me)
+        let raw = (0..ticks * rate)
+            .map(|_| draw(&mut s))
+            .filter(|&k| cfg.shard_of(KeyHash::of(&k, cfg.seed())) as usize % peers != me)
             .count() as u64
             * 8;
         let passed = Arc::new(Mutex::new(0u64));
@@ -122,29 +143,42 @@ fn main() -> ExitCode {
         let probe = ProbeHandle::new();
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
             let (input, keys) = scope.new_input::<Vec<u64>>();
-            let out = keys.dedup_by(&cfg, |k: &u64| *k);
-            out.passed
-                .inspect_core(move |c| {
-                    if let Ok((_, c)) = c {
-                        *p2.lock().unwrap_or_else(|e| e.into_inner()) += c.len() as u64;
-                    }
-                })
-                .probe_with(&probe);
-            out.stats
-                .inspect(move |st| {
-                    s2.lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(st.clone())
-                })
-                .probe_with(&probe);
+            let count = move |c: Result<(&Stamp<u64>, &Vec<u64>), &[u64]>| {
+                if let Ok((_, c)) = c {
+                    *p2.lock().unwrap_or_else(|e| e.into_inner()) += c.len() as u64;
+                }
+            };
+            match baseline {
+                Some(Baseline::Pipeline) => keys.inspect_core(count).probe_with(&probe),
+                Some(Baseline::Exchange) => keys
+                    .exchange(move |k| KeyHash::of(k, 1).lo)
+                    .inspect_core(count)
+                    .probe_with(&probe),
+                None => {
+                    let out = keys.dedup_by(&cfg, |k: &u64| *k);
+                    out.stats
+                        .inspect(move |st| {
+                            s2.lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push(st.clone())
+                        })
+                        .probe_with(&probe);
+                    out.passed.inspect_core(count).probe_with(&probe)
+                }
+            };
             input
         });
+        let mut s = 1 + me as u64;
         let start = Instant::now();
-        for (t, mut batch) in batches.into_iter().enumerate() {
+        for t in 0..ticks {
+            let mut batch: Vec<u64> = (0..rate).map(|_| draw(&mut s)).collect();
             input.send_batch(&mut batch);
-            input.advance_to(t as u64 + 1);
-            if (t as u64 + 1).is_multiple_of(cfg.epoch_len()) {
-                worker.step_while(|| probe.less_than(input.time()));
+            input.advance_to(t + 1);
+            if (t + 1).is_multiple_of(cfg.epoch_len()) && t + 1 >= lag {
+                let behind = t + 1 - lag;
+                worker.step_while(|| probe.less_than(&behind));
+            } else {
+                worker.step();
             }
         }
         drop(input);
@@ -180,8 +214,9 @@ fn main() -> ExitCode {
     let records = args.rate * args.ticks * args.workers as u64;
     let epochs = (args.ticks.div_ceil(args.epoch_len)).max(1);
     println!(
-        "{{\"mode\":\"{:?}\",\"workers\":{},\"window\":{},\"epoch_len\":{},\"fpr\":{},\"records\":{},\"passed\":{},\"seconds\":{:.3},\"records_per_sec_per_worker\":{:.0},\"bytes_sent\":{},\"bytes_received\":{},\"raw_shuffle_bytes\":{},\"bytes_sent_per_epoch\":{},\"raw_shuffle_bytes_per_epoch\":{},\"peak_state_bytes\":{}}}",
+        "{{\"mode\":\"{:?}\",\"baseline\":\"{:?}\",\"workers\":{},\"window\":{},\"epoch_len\":{},\"fpr\":{},\"records\":{},\"passed\":{},\"seconds\":{:.3},\"records_per_sec_per_worker\":{:.0},\"bytes_sent\":{},\"bytes_received\":{},\"raw_shuffle_bytes\":{},\"bytes_sent_per_epoch\":{},\"raw_shuffle_bytes_per_epoch\":{},\"peak_state_bytes\":{}}}",
         args.mode,
+        args.baseline,
         args.workers,
         args.window,
         args.epoch_len,

@@ -9,76 +9,73 @@
 //!
 //! 1. every record is checked against the state of the ticks before `t` (no insert of tick `t` is
 //!    visible yet);
-//! 2. records of tick `t` with the same key are resolved exactly (by the 128-bit key hash): one
-//!    passes (the one with the smallest `bincode` encoding, so the choice is deterministic) and the
-//!    others are dropped; then every key of the tick is inserted at `t`.
+//! 2. every key of the tick is inserted at `t`; records of tick `t` with the same key are resolved
+//!    exactly (by the key's canonical bytes): one passes (the one with the smallest `bincode`
+//!    encoding, so the choice is deterministic) and the others are dropped.
 //!
-//! The state is a [`TickFilter`] per key shard ([`DedupConfig::shards`]): a Bloom filter whose cells
-//! hold the latest tick they were set at. It has **no false negative inside the window** and a sharp
-//! edge: a key last seen `W` ticks ago is forgotten (up to the filter's false positive rate ε for
-//! the configured number of keys per window). Shards whose latest insert is `W` ticks behind the
-//! frontier are freed, records or not.
+//! The state is a [`TickFilter`] per key shard ([`DedupConfig::shards`]): a blocked Bloom filter
+//! whose cells hold the latest tick they were set at (one cache line per key). It has **no false
+//! negative inside the window** and a sharp edge: a key last seen `W` ticks ago is forgotten (up to
+//! the filter's false positive rate ε for the configured number of keys per window). Shards whose
+//! latest insert is `W` ticks behind the frontier are freed, records or not. A key is hashed once,
+//! where it enters; its 64-bit fingerprint ([`KeyHash::lo`]) travels with it and picks its shard
+//! and its cells.
 //!
 //! # Routing modes
 //!
-//! * [`DedupMode::ByKey`]: records are exchanged to the worker owning their key's shard
-//!   (`shard % peers`). Every duplicate within the window is dropped, always. A shard's filter sees
-//!   the same keys whatever the number of workers, so the output is **identical for any number of
-//!   workers** (as a multiset per timestamp). Cost: every record crosses the network once with
-//!   probability `(peers - 1) / peers`.
-//! * [`DedupMode::Local`]: records stay on their worker. A record at `t` is dropped iff its key is
-//!   in the worker's own tick filter (its own records, sharp window, as in `ByKey`) or in the
-//!   **global view** ([`WindowView`]): one Bloom filter per closed epoch holding the *other*
-//!   workers' keys, OR-merged from the slices they ship when the epoch closes. Ticks of epoch `e`
-//!   are decided only once every slice of epochs before `e` has been merged, so the outcome is
-//!   deterministic for a given placement of records on workers. What may differ from `ByKey`:
+//! * [`DedupMode::ByKey`]: records are exchanged, with their fingerprint, to the worker owning
+//!   their key's shard (`shard % peers`). Every duplicate within the window is dropped, always. A
+//!   shard's filter sees the same keys whatever the number of workers, so the output is
+//!   **identical for any number of workers** (as a multiset per timestamp). Cost: every record
+//!   crosses the network once with probability `(peers - 1) / peers`.
+//! * [`DedupMode::Local`]: records stay on their worker, which holds every shard. A record at `t`
+//!   is dropped iff its key is in the worker's tick filters, which hold its own keys at their ticks
+//!   and the **global view** ([`WindowView`]): the other workers' keys of closed epochs, shipped as
+//!   fingerprints when an epoch's ticks are decided and inserted at the epoch's last tick before
+//!   the first tick of a later epoch is decided. Ticks of epoch `e` are decided only once every
+//!   delta of epochs before `e` has arrived, so the outcome is deterministic for a given placement
+//!   of records on workers. What may differ from `ByKey`:
 //!   - **missed duplicates**: a key seen by *another* worker in the same (still open) epoch as `t`
 //!     passes again. A duplicate whose earlier occurrence is at least one epoch boundary away is
 //!     always caught; in particular one at least `epoch_len` ticks earlier (and less than `W`).
 //!   - **extra drops at the window's edge**: the view has epoch granularity, so a key another
 //!     worker saw `W` to `W + epoch_len - 1` ticks before `t` is dropped when its epoch still
 //!     overlaps `(t - W, t]`.
-//!   - the false positive bound is ε for the own filter plus ε for the view (each view epoch is
-//!     sized at ε divided by the number of closed epochs a window can overlap).
 //!
-//!   With one worker the view stays empty and `Local` decides exactly like `ByKey`. Bytes moved per
-//!   epoch: one view slice per worker per destination, `≈ 1.44 log2(E/ε)` bits per key of the epoch
-//!   (dense) instead of the records themselves; see `benches/dedup.rs` for when each mode wins.
+//!   The filters are sized for all keys of a window, so the false positive bound is ε, as in
+//!   `ByKey`. With one worker `Local` decides exactly like `ByKey`. Bytes moved per epoch: 8 per
+//!   key a worker inserted in the epoch (repeats within the epoch mostly not), per other worker.
 //!
-//! Nothing a user sends panics a worker: every tick and key is valid; a view delta of the wrong
-//! shape (a peer process configured differently) is counted in
+//! Nothing a user sends panics a worker: every tick and key is valid; a view delta for an epoch
+//! already inserted (a peer that does not follow the protocol) is counted in
 //! [`DedupStats::refused_deltas`]. Configuration errors are returned by
 //! [`DedupConfigBuilder::build`] before the dataflow starts.
 
 use crate::dedup_stats::{DedupStats, Slice, SliceStats};
 use crate::error::{Error, Result};
-use crate::tick_filter::{window_start, TickFilter};
+use crate::tick_filter::TickFilter;
 use crate::window_view::{ViewDelta, WindowView};
-use chronobloom_core::bloom::{BloomFilter, Filter, FilterShape};
-use chronobloom_core::hash::{mix64, Key, KeyHash};
+use chronobloom_core::bloom::FilterShape;
+use chronobloom_core::hash::{mix64, CanonicalBytes, Key, KeyHash};
 use chronobloom_core::temporal::Tick;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
-use timely::dataflow::operators::vec::Map;
 use timely::dataflow::operators::{Capability, ConnectLoop, Feedback, OkErr};
 use timely::dataflow::StreamVec;
 use timely::progress::frontier::MutableAntichain;
 use timely::ExchangeData;
 
-/// Largest window accepted, in ticks (tick filter cells hold 32-bit tick offsets).
+/// Largest window accepted, in ticks (tick filter cells hold at most 32-bit tick offsets).
 pub const MAX_WINDOW: Tick = 1 << 31;
 /// Largest number of key shards.
 pub const MAX_SHARDS: u32 = 4096;
-/// Largest number of cells in one shard's tick filter (32 bits each).
+/// Largest number of cells in one shard's tick filter.
 pub const MAX_SHARD_CELLS: u64 = 1 << 31;
-/// Largest view slice, in bits.
-pub const MAX_VIEW_BITS: u64 = 1 << 36;
 
 /// Mixed into the key hash to pick a shard, so the shard is independent of the probe positions.
 const SHARD_SALT: u64 = 0x5ca1_ab1e_d15c_0b01;
@@ -253,23 +250,13 @@ impl DedupConfigBuilder {
             shards: self.shards,
             seed: self.seed,
         };
-        let shard = config.shard_shape(1)?;
+        let shard = config.shard_shape()?;
         if shard.bits > MAX_SHARD_CELLS {
             return Err(Error::config(
                 "expected_items",
                 format!(
                     "{} cells per shard exceed {MAX_SHARD_CELLS}: raise `shards`",
                     shard.bits
-                ),
-            ));
-        }
-        let view = config.view_shape()?;
-        if view.bits > MAX_VIEW_BITS {
-            return Err(Error::config(
-                "expected_items",
-                format!(
-                    "{} bits per view epoch exceed {MAX_VIEW_BITS}: shorten `epoch_len`",
-                    view.bits
                 ),
             ));
         }
@@ -341,41 +328,28 @@ impl DedupConfig {
         self.epoch_start(e).saturating_add(self.epoch_len - 1)
     }
 
-    /// The shard of a key hash, in `0..shards`.
+    /// The shard of a key hash, in `0..shards` (a function of its fingerprint, `hash.lo`).
     pub fn shard_of(&self, hash: KeyHash) -> u32 {
-        // The remainder is below `shards` <= MAX_SHARDS, so it fits.
-        (mix64(hash.hi ^ SHARD_SALT) % u64::from(self.shards)) as u32
+        shard_of_fp(hash.lo, self.shards)
     }
 
-    /// Closed epochs a window can overlap at a tick of a later epoch: `max(1, ceil((W - 1) / L))`.
-    pub fn view_epochs(&self) -> u64 {
-        (self.window - 1).div_ceil(self.epoch_len).max(1)
-    }
-
-    /// The shape of one shard's tick filter when its keys are spread over `spread` workers
-    /// (1 for `ByKey`, the worker count for `Local`): sized for `ceil(n / (shards * spread))` keys
-    /// at ε.
-    pub fn shard_shape(&self, spread: usize) -> Result<FilterShape> {
-        let ways = u64::from(self.shards).saturating_mul(spread.max(1) as u64);
-        Ok(FilterShape::for_fpr(
-            self.expected_items.div_ceil(ways).max(1),
+    /// The shape of one shard's tick filter ([`TickFilter::shape_for`]): `bits` cells and
+    /// `hashes` cells per key, sized for `ceil(n / shards)` keys at ε.
+    pub fn shard_shape(&self) -> Result<FilterShape> {
+        TickFilter::shape_for(
+            self.expected_items.div_ceil(u64::from(self.shards)).max(1),
             self.fpr,
-        )?)
+            self.window,
+        )
     }
+}
 
-    /// The shape of one view epoch (the same on every worker): sized for the keys of one epoch at
-    /// `ε / view_epochs()`.
-    pub fn view_shape(&self) -> Result<FilterShape> {
-        let per_epoch = self
-            .expected_items
-            .saturating_mul(self.epoch_len)
-            .div_ceil(self.window)
-            .max(1);
-        Ok(FilterShape::for_fpr(
-            per_epoch,
-            self.fpr / self.view_epochs() as f64,
-        )?)
-    }
+/// The shard of fingerprint `fp` among `shards` (multiply-shift of a salted mix: independent of
+/// the cells the fingerprint picks).
+#[inline]
+fn shard_of_fp(fp: u64, shards: u32) -> u32 {
+    // The product is below `shards * 2^64`, so the shifted value is below `shards`.
+    ((u128::from(mix64(fp ^ SHARD_SALT)) * u128::from(shards)) >> 64) as u32
 }
 
 /// The dedup operator's outputs.
@@ -435,6 +409,9 @@ enum Side {
 /// Bytes of records routed per epoch by this worker's router: `(to other workers, to itself)`.
 type Routed = Rc<RefCell<BTreeMap<u64, (u64, u64)>>>;
 
+/// A record's key as canonical bytes: the exact identity of same-tick records.
+type KeyBytes<D> = Rc<dyn Fn(&D) -> CanonicalBytes>;
+
 impl<'scope, D: ExchangeData> Dedup<'scope, D> for StreamVec<'scope, u64, D> {
     fn dedup_by<K, F>(self, config: &DedupConfig, key: F) -> DedupStreams<'scope, D>
     where
@@ -443,19 +420,23 @@ impl<'scope, D: ExchangeData> Dedup<'scope, D> for StreamVec<'scope, u64, D> {
     {
         let scope = self.scope();
         let (me, peers) = (scope.index(), scope.peers());
-        let seed = config.seed();
+        let key_bytes: KeyBytes<D> = Rc::new(move |d: &D| {
+            let mut bytes = CanonicalBytes::new();
+            key(d).write_canonical(&mut bytes);
+            bytes
+        });
         let routed: Routed = Rc::default();
-        let hashed = match config.mode() {
-            DedupMode::Local => self.map(move |d| (KeyHash::of(&key(&d), seed), d)),
-            DedupMode::ByKey => {
-                let router = config.clone();
-                route(self, config, key, Rc::clone(&routed))
-                    .exchange_by(move |h| u64::from(router.shard_of(*h)))
-            }
+        let fingerprinted = fingerprint(self, config, Rc::clone(&key_bytes), Rc::clone(&routed));
+        let records = if config.mode() == DedupMode::ByKey && peers > 1 {
+            use timely::dataflow::operators::Exchange as _;
+            let shards = config.shards();
+            fingerprinted.exchange(move |&(fp, _): &(u64, D)| u64::from(shard_of_fp(fp, shards)))
+        } else {
+            fingerprinted
         };
         let (handle, deltas) = scope.feedback::<Vec<ViewDelta>>(1);
-        let mut state = DecideState::new(config.clone(), me, peers, routed);
-        let events: StreamVec<'scope, u64, Result<D, Side>> = hashed.binary_frontier(
+        let mut state = DecideState::new(config.clone(), me, peers, routed, key_bytes);
+        let events: StreamVec<'scope, u64, Result<D, Side>> = records.binary_frontier(
             deltas,
             Pipeline,
             Exchange::new(|d: &ViewDelta| u64::from(d.dest)),
@@ -479,17 +460,13 @@ impl<'scope, D: ExchangeData> Dedup<'scope, D> for StreamVec<'scope, u64, D> {
                         let last = state.config.epoch_last(state.config.epoch_of(t));
                         state.open(t, || cap.delayed(&t, port), || cap.delayed(&last, port));
                         for batch in data {
-                            for (hash, record) in batch.drain(..) {
-                                state.accept(t, hash, record);
-                            }
+                            state.accept(t, batch);
                         }
                     });
-                    for (cap, deltas) in state.ship(r_frontier) {
-                        output
-                            .session(&cap)
-                            .give_iterator(deltas.into_iter().map(|d| Err(Side::Delta(d))));
-                    }
                     while let Some((t, tick)) = state.next_tick(r_frontier, d_frontier) {
+                        for (cap, delta) in state.ship(Some(t), r_frontier) {
+                            output.session(&cap).give(Err(Side::Delta(delta)));
+                        }
                         for (cap, stats) in state.finished(Some(t), r_frontier, d_frontier) {
                             output.session(&cap).give(Err(Side::Stats(Box::new(stats))));
                         }
@@ -500,6 +477,9 @@ impl<'scope, D: ExchangeData> Dedup<'scope, D> for StreamVec<'scope, u64, D> {
                             .give_iterator(passed.into_iter().map(Ok));
                     }
                     let horizon = state.horizon(r_frontier);
+                    for (cap, delta) in state.ship(horizon, r_frontier) {
+                        output.session(&cap).give(Err(Side::Delta(delta)));
+                    }
                     for (cap, stats) in state.finished(horizon, r_frontier, d_frontier) {
                         output.session(&cap).give(Err(Side::Stats(Box::new(stats))));
                     }
@@ -521,46 +501,42 @@ impl<'scope, D: ExchangeData> Dedup<'scope, D> for StreamVec<'scope, u64, D> {
     }
 }
 
-/// Hashes each record's key and counts, per epoch, the bytes of `(hash, record)` pairs bound for
-/// other workers and for this one (`ByKey` only).
-fn route<'scope, D, K, F>(
+/// Pairs each record with its key's fingerprint (hashed once, here) and, in `ByKey` with several
+/// workers, counts per epoch the bytes of `(fingerprint, record)` pairs bound for other workers
+/// and for this one.
+fn fingerprint<'scope, D: ExchangeData>(
     records: StreamVec<'scope, u64, D>,
     config: &DedupConfig,
-    key: F,
+    key: KeyBytes<D>,
     routed: Routed,
-) -> StreamVec<'scope, u64, (KeyHash, D)>
-where
-    D: ExchangeData,
-    K: Key,
-    F: Fn(&D) -> K + 'static,
-{
+) -> StreamVec<'scope, u64, (u64, D)> {
     let scope = records.scope();
     let (me, peers) = (scope.index() as u64, scope.peers() as u64);
+    let count = config.mode() == DedupMode::ByKey && peers > 1;
     let config = config.clone();
-    records.unary(Pipeline, "DedupRoute", move |_, _| {
+    records.unary(Pipeline, "DedupFingerprint", move |_, _| {
         move |input, output| {
             input.for_each_stamp(|cap, data| {
                 let Some(&t) = cap.least() else { return };
-                let e = config.epoch_of(t);
                 let mut session = output.session(&cap);
                 let (mut away, mut home) = (0u64, 0u64);
                 for batch in data {
                     for d in batch.drain(..) {
-                        let hash = KeyHash::of(&key(&d), config.seed());
-                        if peers > 1 {
-                            let bytes = bincode::serialized_size(&(hash, &d)).unwrap_or(0);
-                            if u64::from(config.shard_of(hash)) % peers == me {
+                        let fp = KeyHash::of_bytes(key(&d).as_slice(), config.seed()).lo;
+                        if count {
+                            let bytes = 8 + bincode::serialized_size(&d).unwrap_or(0);
+                            if u64::from(shard_of_fp(fp, config.shards())) % peers == me {
                                 home += bytes;
                             } else {
                                 away += bytes;
                             }
                         }
-                        session.give((hash, d));
+                        session.give((fp, d));
                     }
                 }
                 if away + home > 0 {
                     let mut routed = routed.borrow_mut();
-                    let slot = routed.entry(e).or_default();
+                    let slot = routed.entry(config.epoch_of(t)).or_default();
                     slot.0 += away;
                     slot.1 += home;
                 }
@@ -569,50 +545,21 @@ where
     })
 }
 
-/// Exchanges `(hash, record)` pairs by a function of the hash.
-trait ExchangeBy<'scope, D> {
-    fn exchange_by(self, route: impl Fn(&KeyHash) -> u64 + 'static) -> Self;
-}
-
-impl<'scope, D: ExchangeData> ExchangeBy<'scope, D> for StreamVec<'scope, u64, (KeyHash, D)> {
-    fn exchange_by(self, route: impl Fn(&KeyHash) -> u64 + 'static) -> Self {
-        use timely::dataflow::operators::Exchange as _;
-        self.exchange(move |(h, _): &(KeyHash, D)| route(h))
-    }
-}
-
-/// A hasher for maps keyed by [`KeyHash`], which is uniformly distributed already.
-#[derive(Default)]
-struct KeyHashHasher(u64);
-
-impl Hasher for KeyHashHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = self.0.rotate_left(29) ^ x;
-    }
-}
-
 /// A tick whose records wait for the frontier.
 struct PendingTick<D> {
     cap: Capability<u64>,
-    records: Vec<(KeyHash, D)>,
+    records: Vec<(u64, D)>,
 }
 
 /// An epoch with records or received deltas whose stats are not out yet.
 struct OpenEpoch {
     cap: Capability<u64>,
     stats: DedupStats,
-    /// Bytes of `(hash, record)` pairs received (`ByKey`, several workers).
+    /// Bytes of `(fingerprint, record)` pairs received (`ByKey`, several workers).
     bytes_in: u64,
-    /// This worker's slice of the epoch, shipped when the epoch closes (`Local`, several workers).
-    slice: Option<BloomFilter>,
+    /// Fingerprints this worker inserted in the epoch, for the other workers (`Local`, several
+    /// workers); `None` once shipped.
+    outgoing: Option<Vec<u64>>,
 }
 
 /// One worker's dedup state.
@@ -623,30 +570,27 @@ struct DecideState<D> {
     shard_shape: FilterShape,
     /// One tick filter per shard this worker holds, created on first use, freed when stale.
     shards: Vec<Option<TickFilter>>,
-    /// The other workers' closed epochs (`Local` with several workers).
+    /// Other workers' closed epochs, waiting to be inserted (`Local` with several workers).
     view: Option<WindowView>,
     ticks: BTreeMap<Tick, PendingTick<D>>,
     epochs: BTreeMap<u64, OpenEpoch>,
     routed: Routed,
+    key: KeyBytes<D>,
+    /// Per record of the tick being decided: not seen before the tick.
+    fresh: Vec<bool>,
+    /// Fingerprints of the tick being decided whose key may have occurred earlier in the tick.
+    repeats: Vec<u64>,
+    /// Scratch for sorting a tick's records by shard.
+    order: Vec<(u32, usize)>,
 }
 
 impl<D: ExchangeData> DecideState<D> {
-    fn new(config: DedupConfig, me: usize, peers: usize, routed: Routed) -> Self {
-        let spread = match config.mode() {
-            DedupMode::ByKey => 1,
-            DedupMode::Local => peers,
-        };
-        // Both shapes were validated when the configuration was built (with `spread` 1; a larger
-        // spread only shrinks the shard).
+    fn new(config: DedupConfig, me: usize, peers: usize, routed: Routed, key: KeyBytes<D>) -> Self {
+        // The shape was validated when the configuration was built.
         let shard_shape = config
-            .shard_shape(spread)
+            .shard_shape()
             .unwrap_or(FilterShape { bits: 1, hashes: 1 });
-        let view = match (config.mode(), peers > 1) {
-            (DedupMode::Local, true) => config.view_shape().ok().and_then(|shape| {
-                WindowView::new(shape, config.seed(), config.epoch_len(), config.window()).ok()
-            }),
-            _ => None,
-        };
+        let view = (config.mode() == DedupMode::Local && peers > 1).then(WindowView::default);
         DecideState {
             shards: (0..config.shards()).map(|_| None).collect(),
             config,
@@ -657,16 +601,21 @@ impl<D: ExchangeData> DecideState<D> {
             ticks: BTreeMap::new(),
             epochs: BTreeMap::new(),
             routed,
+            key,
+            fresh: Vec::new(),
+            repeats: Vec::new(),
+            order: Vec::new(),
         }
     }
 
     fn open_epoch(&mut self, e: u64, cap: impl FnOnce() -> Capability<u64>) -> &mut OpenEpoch {
         let (me, mode) = (self.me as u32, self.config.mode());
+        let outgoing = self.view.is_some().then(Vec::new);
         self.epochs.entry(e).or_insert_with(|| OpenEpoch {
             cap: cap(),
             stats: DedupStats::new(e, me, mode),
             bytes_in: 0,
-            slice: None,
+            outgoing,
         })
     }
 
@@ -685,74 +634,71 @@ impl<D: ExchangeData> DecideState<D> {
         self.open_epoch(e, epoch_cap);
     }
 
-    /// Buffers a record of the open tick `t`; adds its key to this worker's slice of the epoch.
-    fn accept(&mut self, t: Tick, hash: KeyHash, record: D) {
-        let e = self.config.epoch_of(t);
-        let (several, view) = (self.peers > 1, self.view.as_ref());
-        if let Some(epoch) = self.epochs.get_mut(&e) {
-            match self.config.mode() {
-                DedupMode::ByKey if several => {
-                    epoch.bytes_in += bincode::serialized_size(&(hash, &record)).unwrap_or(0);
-                }
-                DedupMode::Local => {
-                    if epoch.slice.is_none() {
-                        epoch.slice = view.and_then(|v| v.new_slice().ok());
-                    }
-                    if let Some(slice) = epoch.slice.as_mut() {
-                        slice.insert_hash(hash);
-                    }
-                }
-                DedupMode::ByKey => {}
+    /// Buffers a batch of the open tick `t`, leaving `batch` empty.
+    fn accept(&mut self, t: Tick, batch: &mut Vec<(u64, D)>) {
+        if self.config.mode() == DedupMode::ByKey && self.peers > 1 {
+            let bytes: u64 = batch
+                .iter()
+                .map(|(_, d)| 8 + bincode::serialized_size(d).unwrap_or(0))
+                .sum();
+            if let Some(epoch) = self.epochs.get_mut(&self.config.epoch_of(t)) {
+                epoch.bytes_in += bytes;
             }
         }
         if let Some(tick) = self.ticks.get_mut(&t) {
-            tick.records.push((hash, record));
+            if tick.records.is_empty() {
+                std::mem::swap(&mut tick.records, batch);
+            } else {
+                tick.records.append(batch);
+            }
         }
     }
 
-    /// Merges a peer's slice (arriving at tick `t`, the first tick of the epoch after the slice's)
-    /// into the view; its bytes count for the epoch whose queries consult it.
+    /// Buffers a peer's delta (arriving at tick `t`, the first tick of the epoch after the
+    /// delta's); its bytes count for the epoch whose ticks consult it.
     fn receive(&mut self, t: Tick, delta: ViewDelta, cap: impl FnOnce() -> Capability<u64>) {
-        let refused = match self.view.as_mut() {
-            Some(view) => view.merge(delta.epoch, &delta.words).is_err(),
-            None => true,
-        };
+        let bytes = delta.wire_bytes();
+        let accepted = self.view.as_mut().is_some_and(|v| v.merge(delta));
         let e = self.config.epoch_of(t);
         let epoch = self.open_epoch(e, cap);
-        epoch.stats.bytes_received += delta.words.wire_bytes();
-        epoch.stats.refused_deltas += u64::from(refused);
+        epoch.stats.bytes_received += bytes;
+        epoch.stats.refused_deltas += u64::from(!accepted);
     }
 
-    /// Takes the slices of epochs the frontier has closed, one delta per other worker.
-    fn ship(&mut self, frontier: &MutableAntichain<u64>) -> Vec<(Capability<u64>, Vec<ViewDelta>)> {
+    /// Takes the fingerprints of the epochs whose ticks are all decided (closed by the input
+    /// frontier, none before `next` waiting), one delta per other worker.
+    fn ship(
+        &mut self,
+        next: Option<Tick>,
+        r_frontier: &MutableAntichain<u64>,
+    ) -> Vec<(Capability<u64>, ViewDelta)> {
         let mut out = Vec::new();
         for (&e, epoch) in self.epochs.iter_mut() {
-            if frontier.less_equal(&self.config.epoch_last(e)) {
+            let last = self.config.epoch_last(e);
+            if r_frontier.less_equal(&last) || next.is_some_and(|t| t <= last) {
                 break;
             }
-            let Some(slice) = epoch.slice.take() else {
+            // an epoch without keys ships nothing (an empty delta would open the next epoch at
+            // its receiver, which would ship one back, and so on)
+            let Some(keys) = epoch.outgoing.take().filter(|k| !k.is_empty()) else {
                 continue;
             };
-            let Some(words) = WindowView::encode(&slice) else {
-                continue;
-            };
-            let deltas: Vec<ViewDelta> = (0..self.peers)
-                .filter(|&dest| dest != self.me)
-                .map(|dest| ViewDelta {
+            for dest in (0..self.peers).filter(|&d| d != self.me) {
+                let delta = ViewDelta {
                     epoch: e,
                     from: self.me as u32,
                     dest: dest as u32,
-                    words: words.clone(),
-                })
-                .collect();
-            epoch.stats.bytes_sent += deltas.iter().map(|d| d.words.wire_bytes()).sum::<u64>();
-            out.push((epoch.cap.clone(), deltas));
+                    keys: keys.clone(),
+                };
+                epoch.stats.bytes_sent += delta.wire_bytes();
+                out.push((epoch.cap.clone(), delta));
+            }
         }
         out
     }
 
     /// The earliest buffered tick, once the input frontier has passed it and (in `Local` with
-    /// several workers) every slice of the epochs before its epoch has arrived.
+    /// several workers) every delta of the epochs before its epoch has arrived.
     fn next_tick(
         &mut self,
         r_frontier: &MutableAntichain<u64>,
@@ -765,40 +711,171 @@ impl<D: ExchangeData> DecideState<D> {
         self.ticks.pop_first()
     }
 
-    /// Whether every slice epoch `e`'s records may consult has arrived (slices of epoch `e - 1`
+    /// Whether every delta epoch `e`'s records may consult has arrived (deltas of epoch `e - 1`
     /// arrive at epoch `e`'s first tick).
     fn view_complete(&self, e: u64, d_frontier: &MutableAntichain<u64>) -> bool {
         self.view.is_none() || e == 0 || !d_frontier.less_equal(&self.config.epoch_start(e))
     }
 
+    /// Inserts the other workers' keys of the epochs before `t`'s (`Local`, several workers).
+    fn apply_view(&mut self, t: Tick) {
+        let Some(view) = self.view.as_mut() else {
+            return;
+        };
+        for (e, keys) in view.take_before(self.config.epoch_of(t)) {
+            let last = self.config.epoch_last(e);
+            let order = self.by_shard(keys.iter().copied());
+            let mut touched = 0u64;
+            for (shard, segment) in order.chunk_by(|a, b| a.0 == b.0).map(|s| (s[0].0, s)) {
+                let slot = &mut self.shards[shard as usize];
+                if slot.is_none() {
+                    *slot = TickFilter::new(self.shard_shape, self.config.window(), last).ok();
+                }
+                let Some(f) = slot.as_mut() else { continue };
+                for &(_, i) in segment {
+                    touched ^= f.touch(keys[i]);
+                }
+                for &(_, i) in segment {
+                    f.insert(keys[i], last);
+                }
+            }
+            std::hint::black_box(touched);
+            self.order = order;
+        }
+    }
+
     /// Decides tick `t`'s records (see the module docs) and returns those that pass.
-    fn decide(&mut self, t: Tick, records: Vec<(KeyHash, D)>) -> Vec<D> {
-        let config = &self.config;
-        let mut fresh: Vec<bool> = records
-            .iter()
-            .map(|&(h, _)| {
-                let own = self.shards[config.shard_of(h) as usize]
-                    .as_ref()
-                    .is_some_and(|f| f.seen(h, t));
-                !own && !self.view.as_ref().is_some_and(|v| v.contains_hash(h, t))
-            })
-            .collect();
-        let mut first: HashMap<
-            KeyHash,
-            (usize, Option<Vec<u8>>),
-            BuildHasherDefault<KeyHashHasher>,
-        > = HashMap::default();
-        let mut same_tick = 0u64;
-        for (i, (h, record)) in records.iter().enumerate() {
-            if !fresh[i] {
+    fn decide(&mut self, t: Tick, mut records: Vec<(u64, D)>) -> Vec<D> {
+        self.apply_view(t);
+        let e = self.config.epoch_of(t);
+        let epoch_start = self.config.epoch_start(e);
+        let mut outgoing = self
+            .epochs
+            .get_mut(&e)
+            .and_then(|epoch| epoch.outgoing.take());
+        // Shard by shard (a shard's keys touch few enough lines to stay cached between the two
+        // phases): its lines are touched first, so the misses overlap, then
+        // 1. every key is checked against the state before `t`,
+        // 2. every key is inserted at `t`; a key inserted earlier in the tick finds all its cells
+        //    at `t` already (a repeat candidate).
+        let order = self.by_shard(records.iter().map(|&(fp, _)| fp));
+        let mut fresh = std::mem::take(&mut self.fresh);
+        fresh.clear();
+        fresh.resize(records.len(), true);
+        let mut repeats = std::mem::take(&mut self.repeats);
+        repeats.clear();
+        let mut touched = 0u64;
+        for (shard, segment) in order.chunk_by(|a, b| a.0 == b.0).map(|s| (s[0].0, s)) {
+            let slot = &mut self.shards[shard as usize];
+            if let Some(f) = slot.as_ref() {
+                for &(_, i) in segment {
+                    touched ^= f.touch(records[i].0);
+                }
+                for &(_, i) in segment {
+                    fresh[i] = !f.seen(records[i].0, t);
+                }
+            }
+            if slot.is_none() {
+                *slot = TickFilter::new(self.shard_shape, self.config.window(), t).ok();
+            }
+            let Some(f) = slot.as_mut() else { continue };
+            for &(_, i) in segment {
+                let fp = records[i].0;
+                let before = f.insert(fp, t);
+                if before == Some(t) && fresh[i] {
+                    repeats.push(fp);
+                }
+                // keys whose cells this worker's inserts of the epoch all set need not travel
+                if let Some(out) = outgoing.as_mut() {
+                    if before.is_none_or(|b| b < epoch_start) {
+                        out.push(fp);
+                    }
+                }
+            }
+        }
+        std::hint::black_box(touched);
+        self.order = order;
+        if let Some(epoch) = self.epochs.get_mut(&e) {
+            epoch.outgoing = outgoing;
+        }
+        let same_tick = self.resolve_repeats(&records, &mut repeats, &mut fresh);
+        let total = records.len() as u64;
+        let mut i = 0;
+        records.retain(|_| {
+            i += 1;
+            fresh[i - 1]
+        });
+        let passed: Vec<D> = records.into_iter().map(|(_, d)| d).collect();
+        self.fresh = fresh;
+        self.repeats = repeats;
+        if let Some(epoch) = self.epochs.get_mut(&e) {
+            let s = &mut epoch.stats;
+            s.records += total;
+            s.passed += passed.len() as u64;
+            s.dropped += total - passed.len() as u64;
+            s.dropped_same_tick += same_tick;
+        }
+        passed
+    }
+
+    /// `(shard, index)` of every fingerprint, sorted by shard (a counting sort; the scratch
+    /// vector is reused).
+    fn by_shard(&mut self, fps: impl Iterator<Item = u64>) -> Vec<(u32, usize)> {
+        let shards = self.config.shards();
+        let mut counts = vec![0usize; shards as usize + 1];
+        let mut keyed = std::mem::take(&mut self.order);
+        keyed.clear();
+        keyed.extend(fps.enumerate().map(|(i, fp)| {
+            let s = shard_of_fp(fp, shards);
+            counts[s as usize + 1] += 1;
+            (s, i)
+        }));
+        for s in 1..counts.len() {
+            counts[s] += counts[s - 1];
+        }
+        let mut order = vec![(0, 0); keyed.len()];
+        for &(s, i) in &keyed {
+            order[counts[s as usize]] = (s, i);
+            counts[s as usize] += 1;
+        }
+        self.order = keyed;
+        order
+    }
+
+    /// Among fresh records of one tick whose fingerprint is in `repeats` (candidates flagged by
+    /// the filter), keeps one per exact key fresh, the one with the smallest encoding; returns
+    /// how many it dropped.
+    fn resolve_repeats(
+        &self,
+        records: &[(u64, D)],
+        repeats: &mut [u64],
+        fresh: &mut [bool],
+    ) -> u64 {
+        if repeats.is_empty() {
+            return 0;
+        }
+        repeats.sort_unstable();
+        // a 4096-bit prefilter keeps the binary search off most records
+        let mut bloom = [0u64; 64];
+        for &fp in repeats.iter() {
+            bloom[(fp >> 6) as usize & 63] |= 1 << (fp & 63);
+        }
+        // exact key -> (index of the best record so far, its encoding once compared)
+        let mut first: HashMap<Vec<u8>, (usize, Option<Vec<u8>>)> = HashMap::new();
+        let mut dropped = 0;
+        for (i, (fp, record)) in records.iter().enumerate() {
+            if !fresh[i]
+                || bloom[(fp >> 6) as usize & 63] & (1 << (fp & 63)) == 0
+                || repeats.binary_search(fp).is_err()
+            {
                 continue;
             }
-            match first.entry(*h) {
+            match first.entry((self.key)(record).as_slice().to_vec()) {
                 Entry::Vacant(v) => {
                     v.insert((i, None));
                 }
                 Entry::Occupied(mut o) => {
-                    same_tick += 1;
+                    dropped += 1;
                     let (j, best) = o.get_mut();
                     let best = best.get_or_insert_with(|| encode(&records[*j].1));
                     let mine = encode(record);
@@ -812,29 +889,7 @@ impl<D: ExchangeData> DecideState<D> {
                 }
             }
         }
-        for &(h, _) in &records {
-            let slot = &mut self.shards[config.shard_of(h) as usize];
-            if slot.is_none() {
-                *slot = TickFilter::new(self.shard_shape, config.window(), t).ok();
-            }
-            if let Some(f) = slot.as_mut() {
-                f.insert(h, t);
-            }
-        }
-        let total = records.len() as u64;
-        let passed: Vec<D> = records
-            .into_iter()
-            .zip(fresh)
-            .filter_map(|((_, d), keep)| keep.then_some(d))
-            .collect();
-        if let Some(epoch) = self.epochs.get_mut(&config.epoch_of(t)) {
-            let s = &mut epoch.stats;
-            s.records += total;
-            s.passed += passed.len() as u64;
-            s.dropped += total - passed.len() as u64;
-            s.dropped_same_tick += same_tick;
-        }
-        passed
+        dropped
     }
 
     /// The earliest tick still to be decided: the first buffered tick or the input frontier;
@@ -847,8 +902,8 @@ impl<D: ExchangeData> DecideState<D> {
         }
     }
 
-    /// Frees the shards and view epochs no tick at or after `horizon` can consult (all of them
-    /// when `horizon` is `None`).
+    /// Frees the shards no tick at or after `horizon` can consult (all of them when `horizon` is
+    /// `None`).
     fn retire(&mut self, horizon: Option<Tick>) {
         match horizon {
             Some(h) => {
@@ -857,21 +912,13 @@ impl<D: ExchangeData> DecideState<D> {
                         *slot = None;
                     }
                 }
-                if let Some(view) = self.view.as_mut() {
-                    view.retire(h);
-                }
             }
-            None => {
-                self.shards.iter_mut().for_each(|s| *s = None);
-                if let Some(view) = self.view.as_mut() {
-                    view.clear();
-                }
-            }
+            None => self.shards.iter_mut().for_each(|s| *s = None),
         }
     }
 
     /// Stats of the epochs that are complete: closed by the input frontier, every record decided
-    /// (none before `next` waits), and every slice they consult received.
+    /// (none before `next` waits), and every delta they consult received.
     fn finished(
         &mut self,
         next: Option<Tick>,
@@ -912,8 +959,7 @@ impl<D: ExchangeData> DecideState<D> {
         let mut shard_fpr = Vec::new();
         for (i, f) in self.shards.iter().enumerate() {
             let Some(f) = f else { continue };
-            let fill = f.live_fill(last);
-            let fpr = fill.powi(f.hashes() as i32);
+            let (fill, fpr) = f.occupancy(last);
             shard_fpr.push(fpr);
             s.local_bits += f.memory_bits();
             s.slices.push(SliceStats {
@@ -926,16 +972,15 @@ impl<D: ExchangeData> DecideState<D> {
         if !shard_fpr.is_empty() {
             s.estimated_fpr = shard_fpr.iter().sum::<f64>() / shard_fpr.len() as f64;
         }
-        if let Some(view) = self.view.as_mut() {
-            s.view_bits = view.memory_bits();
-            let first = self
-                .config
-                .epoch_of(window_start(last, self.config.window()));
-            for v in view.slice_stats() {
-                if matches!(v.slice, Slice::ViewEpoch(e) if e >= first && e <= s.epoch) {
-                    s.estimated_fpr += v.estimated_fpr;
-                }
-                s.slices.push(v);
+        if let Some(view) = self.view.as_ref() {
+            s.view_bits = view.pending_keys() * 64;
+            for (e, keys) in view.pending_epochs() {
+                s.slices.push(SliceStats {
+                    slice: Slice::ViewEpoch(e),
+                    bits: keys * 64,
+                    fill: 0.0,
+                    estimated_fpr: 0.0,
+                });
             }
         }
         s
@@ -996,24 +1041,27 @@ mod tests {
     }
 
     #[test]
-    fn view_epochs_cover_the_closed_part_of_a_window() {
-        let cfg = |w, l| {
-            DedupConfig::builder()
-                .window(w)
-                .epoch_len(l)
-                .expected_items_per_window(100)
-                .build()
-                .unwrap()
-        };
-        assert_eq!(cfg(60, 10).view_epochs(), 6);
-        assert_eq!(cfg(61, 10).view_epochs(), 6);
-        assert_eq!(cfg(62, 10).view_epochs(), 7);
-        assert_eq!(cfg(1, 10).view_epochs(), 1);
-        let c = cfg(60, 10);
+    fn epochs_and_shards() {
+        let c = DedupConfig::builder()
+            .window(60)
+            .epoch_len(10)
+            .expected_items_per_window(100)
+            .build()
+            .unwrap();
         assert_eq!(
             (c.epoch_start(3), c.epoch_last(3), c.epoch_of(39)),
             (30, 39, 3)
         );
-        assert!(c.shard_of(KeyHash::of(&1u64, 0)) < 64);
+        let mut per_shard = [0u32; 64];
+        for k in 0..64_000u64 {
+            per_shard[c.shard_of(KeyHash::of(&k, 0)) as usize] += 1;
+        }
+        // 1000 per shard on average: every shard within 5 standard deviations
+        assert!(
+            per_shard.iter().all(|&n| (850..1150).contains(&n)),
+            "{per_shard:?}"
+        );
+        let shape = c.shard_shape().unwrap();
+        assert_eq!(shape, TickFilter::shape_for(2, 0.01, 60).unwrap());
     }
 }

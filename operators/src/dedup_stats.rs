@@ -3,8 +3,8 @@
 //! A worker emits one [`DedupStats`] for every epoch in which it received records or view deltas,
 //! at the epoch's last tick, once the epoch's records are decided. No record can be refused: every
 //! `u64` tick and every key is valid, so nothing a user sends is dropped for a reason other than
-//! being a (possible) duplicate. What can be refused is a view delta from a peer configured with
-//! another view shape ([`DedupStats::refused_deltas`]).
+//! being a (possible) duplicate. What can be refused is a view delta for an epoch this worker has
+//! inserted already, from a peer that does not follow the protocol ([`DedupStats::refused_deltas`]).
 
 use crate::dedup::DedupMode;
 use serde::{Deserialize, Serialize};
@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 pub enum Slice {
     /// A key shard of the worker's own tick filter.
     Shard(u32),
-    /// A closed epoch of the merged global view ([`crate::DedupMode::Local`]).
+    /// A closed epoch's keys received from other workers and not yet inserted into the shards
+    /// ([`crate::DedupMode::Local`]).
     ViewEpoch(u64),
 }
 
@@ -23,12 +24,14 @@ pub enum Slice {
 pub struct SliceStats {
     /// The slice.
     pub slice: Slice,
-    /// Bits the slice holds (32 per cell for a shard).
+    /// Bits the slice holds (512 per line of cells for a shard, 64 per received key for a view
+    /// epoch).
     pub bits: u64,
-    /// Fraction of cells live in the window ending at the epoch's last tick (shards; sampled
-    /// beyond 4096 cells), or of bits set (view epochs).
+    /// Fraction of cells live in the window ending at the epoch's last tick (shards, sampled from
+    /// 32 lines); 0 for view epochs, which answer nothing until inserted.
     pub fill: f64,
-    /// False positive rate of one query estimated from the fill: `fill^k`.
+    /// False positive rate of one query estimated from the sampled lines: the mean of
+    /// `(live fraction of a line)^k`; 0 for view epochs.
     pub estimated_fpr: f64,
 }
 
@@ -52,23 +55,23 @@ pub struct DedupStats {
     pub dropped_same_tick: u64,
     /// Records of later ticks waiting for the frontier when the stats were taken.
     pub records_buffered: u64,
-    /// Bits held by the worker's own tick filter.
+    /// Bits held by the worker's tick filters (in `Local` they hold the global view too).
     pub local_bits: u64,
-    /// Bits held by the worker's global view (closed epochs).
+    /// Bits of received keys of closed epochs not yet inserted (`Local`).
     pub view_bits: u64,
     /// Occupancy per shard and per view epoch.
     pub slices: Vec<SliceStats>,
     /// Estimated false positive rate of a query at the epoch's last tick: the mean over the
-    /// worker's shards plus the sum over the view epochs it would consult (a union bound).
+    /// worker's shards.
     pub estimated_fpr: f64,
     /// Bytes this worker sent other workers for this epoch: records routed by key (`ByKey`,
-    /// serialized `(hash, record)` pairs), or the epoch's view slice (`Local`, 12 bytes per
-    /// sparse word or 8 per dense word, per destination).
+    /// serialized `(fingerprint, record)` pairs), or the fingerprints of the keys it inserted in
+    /// the epoch (`Local`, 8 bytes per key per destination).
     pub bytes_sent: u64,
     /// Bytes received from other workers: records routed here (`ByKey`), or the previous epoch's
-    /// view slices, which this epoch's queries consult (`Local`).
+    /// fingerprints, which this epoch's ticks consult (`Local`).
     pub bytes_received: u64,
-    /// View deltas refused because they do not fit this worker's view shape.
+    /// View deltas refused because their epoch was inserted already.
     pub refused_deltas: u64,
 }
 

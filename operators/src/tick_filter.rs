@@ -1,36 +1,210 @@
-//! A Bloom filter of tick cells: "was this key seen in the last W ticks?" with a sharp window edge.
+//! A blocked Bloom filter of tick cells: "was this key seen in the last W ticks?" with a sharp
+//! window edge and one cache miss per key.
 //!
-//! Each of the `m` cells holds the latest tick at which any key probing it was inserted (a timing
-//! Bloom filter). A key is reported seen at `now` iff all `k` of its cells hold a tick in
+//! Each cell holds the latest tick at which any key probing it was inserted (a timing Bloom
+//! filter). A key is reported seen at `now` iff all `k` of its cells hold a tick in
 //! `(now - W, now]`. Because an insert only ever raises a cell to its own tick, every key inserted
 //! within the window keeps its `k` cells live: **no false negative inside the window**. A key whose
 //! last insertion is `W` or more ticks old is reported seen only when other keys inserted within
-//! the window cover all its cells: the false positive rate is the Bloom filter's
-//! `(1 - e^{-kn/m})^k` for `n` distinct keys in the window, with **no tail** past `W`. That is the
-//! reason the dedup operator does not use
-//! [`TimeLimitedBloomFilter`](chronobloom_core::window::TimeLimitedBloomFilter): its slices stay
-//! live for up to `k` generations past a key's insertion, so a key repeating exactly `W` ticks
-//! later is reported seen most of the time, far above ε. The price is 32 bits per cell instead of
-//! one.
+//! the window cover all its cells, with **no tail** past `W`. That is the reason the dedup operator
+//! does not use [`TimeLimitedBloomFilter`](chronobloom_core::window::TimeLimitedBloomFilter): its
+//! slices stay live for up to `k` generations past a key's insertion, so a key repeating exactly
+//! `W` ticks later is reported seen most of the time, far above ε.
 //!
-//! Cells store `tick - base + 1` as a `u32` (0 = never set). When a tick no longer fits, the filter
-//! rebases to the window's first tick and clears the cells that fell out of the window (one pass
-//! over the cells, at most once every `2^32 - W` ticks of activity).
+//! # Layout
+//!
+//! Cells are grouped in 64-byte lines (one cache line). A key's 64-bit fingerprint picks one line
+//! (`fp * lines >> 64`) and `mix64(fp)` picks its `k` cells inside the line, so a check or an insert
+//! touches one cache line. Lines fill unevenly, so the false positive rate for `n` keys in `L`
+//! lines of `B` cells is the blocked Bloom filter's (Putze, Sanders and Singler, 2007)
+//!
+//! `Σ_i Poisson(i; n / L) · E[(X_{ki} / B)^k]`,
+//!
+//! where `X_j` is the number of distinct cells `j` uniform probes hit among `B` (computed exactly;
+//! the common shortcut `(1 - (1 - 1/B)^{ki})^k` underestimates it by Jensen's inequality, by 7%
+//! at ε = 0.01). It is above the standard `(1 - e^{-kn/m})^k`; [`TickFilter::shape_for`] sizes
+//! the filter with it.
+//!
+//! Cells store `tick - base + 1` (0 = never set) in the narrowest type that holds twice the
+//! window: `u8` for `W <= 128`, `u16` for `W <= 32768`, else `u32` (`W <= 2^31`). When a tick no
+//! longer fits, the filter rebases to the window's first tick and clears the cells that fell out of
+//! the window: one pass over the cells, at most once every `MAX - W + 1 >= W` ticks of activity.
 
 use crate::error::{Error, Result};
 use chronobloom_core::bloom::FilterShape;
-use chronobloom_core::hash::{FastMod, KeyHash};
+use chronobloom_core::hash::mix64;
 use chronobloom_core::temporal::Tick;
 
-/// Cells sampled to estimate the fill of a large filter.
-const FILL_SAMPLE: usize = 4096;
+/// Lines sampled to estimate the occupancy of a filter.
+const OCCUPANCY_LINES: usize = 32;
 
-/// A Bloom filter whose cells hold the latest tick they were set at.
+/// Largest window, in ticks.
+const MAX_WINDOW: Tick = 1 << 31;
+
+/// One cache line of cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, align(64))]
+struct Line<C, const N: usize>([C; N]);
+
+/// A cell type: an unsigned integer holding `tick - base + 1`.
+trait Cell: Copy + Ord + Into<u64> {
+    /// The largest value.
+    const MAX: u64;
+    /// The cell holding `v <= MAX`.
+    fn of(v: u64) -> Self;
+}
+
+macro_rules! cell {
+    ($t:ty) => {
+        impl Cell for $t {
+            const MAX: u64 = <$t>::MAX as u64;
+            #[inline]
+            fn of(v: u64) -> Self {
+                <$t>::try_from(v).unwrap_or(<$t>::MAX)
+            }
+        }
+    };
+}
+cell!(u8);
+cell!(u16);
+cell!(u32);
+
+/// The cells, in the width the window needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Cells {
+    U8(Vec<Line<u8, 64>>),
+    U16(Vec<Line<u16, 32>>),
+    U32(Vec<Line<u32, 16>>),
+}
+
+/// The line of fingerprint `fp` among `lines` (multiply-shift: uniform, no division).
+#[inline]
+fn line_of(fp: u64, lines: usize) -> usize {
+    ((u128::from(fp) * lines as u128) >> 64) as usize
+}
+
+/// True iff the `k` cells of `pos` in `line` are all at least `live`.
+#[inline]
+fn all_live<C: Cell, const N: usize>(line: &Line<C, N>, mut pos: u64, k: u32, live: u64) -> bool {
+    let mut all = true;
+    for _ in 0..k {
+        all &= line.0[pos as usize & (N - 1)].into() >= live;
+        pos >>= N.trailing_zeros();
+    }
+    all
+}
+
+/// Raises the `k` cells of `pos` in `line` to `v`; returns the smallest value they held.
+#[inline]
+fn raise<C: Cell, const N: usize>(line: &mut Line<C, N>, mut pos: u64, k: u32, v: C) -> u64 {
+    let mut min = u64::MAX;
+    for _ in 0..k {
+        let c = &mut line.0[pos as usize & (N - 1)];
+        min = min.min((*c).into());
+        *c = (*c).max(v);
+        pos >>= N.trailing_zeros();
+    }
+    min
+}
+
+/// Subtracts `shift` from every cell, clearing those that drop to 0 or below.
+fn shift_down<C: Cell, const N: usize>(lines: &mut [Line<C, N>], shift: u64) {
+    for c in lines.iter_mut().flat_map(|l| l.0.iter_mut()) {
+        *c = C::of((*c).into().saturating_sub(shift));
+    }
+}
+
+/// Fraction of live cells and mean of `(live fraction of the line)^k` over up to
+/// [`OCCUPANCY_LINES`] evenly spaced lines.
+fn sample<C: Cell, const N: usize>(lines: &[Line<C, N>], k: u32, live: u64) -> (f64, f64) {
+    let step = lines.len().div_ceil(OCCUPANCY_LINES).max(1);
+    let (mut n, mut fill, mut fpr) = (0usize, 0.0, 0.0);
+    for line in lines.iter().step_by(step) {
+        let set = line.0.iter().filter(|&&c| c.into() >= live).count();
+        let f = set as f64 / N as f64;
+        n += 1;
+        fill += f;
+        fpr += f.powi(k as i32);
+    }
+    if n == 0 {
+        (0.0, 0.0)
+    } else {
+        (fill / n as f64, fpr / n as f64)
+    }
+}
+
+/// Cells per 64-byte line for a window of `window` ticks.
+fn cells_per_line(window: Tick) -> u64 {
+    match window {
+        0..=128 => 64,
+        129..=32_768 => 32,
+        _ => 16,
+    }
+}
+
+/// `g[i] = E[(X_{ki} / B)^k]` for `i` in `0..=last`: the false positive rate of a line holding `i`
+/// keys, from the distribution of occupied cells after each probe.
+fn line_fpr_table(per_line: usize, k: u32, last: usize) -> Vec<f64> {
+    let b = per_line as f64;
+    let mut p = vec![0.0; per_line + 1];
+    p[0] = 1.0;
+    let mut g = Vec::with_capacity(last + 1);
+    g.push(0.0);
+    for _ in 1..=last {
+        for _ in 0..k {
+            // one more probe: stays on an occupied cell with probability x / B
+            for x in (0..=per_line).rev() {
+                let stay = p[x] * x as f64 / b;
+                let from_below = if x > 0 {
+                    p[x - 1] * (b - (x - 1) as f64) / b
+                } else {
+                    0.0
+                };
+                p[x] = stay + from_below;
+            }
+        }
+        let fpr = p
+            .iter()
+            .enumerate()
+            .map(|(x, &q)| q * (x as f64 / b).powi(k as i32))
+            .sum();
+        g.push(fpr);
+    }
+    g
+}
+
+/// The blocked false positive rate of `items` keys in `lines` lines, with the line table `g`
+/// ([`line_fpr_table`]; lines with more keys than it covers count as always positive).
+fn blocked_fpr(items: f64, lines: f64, g: &[f64]) -> f64 {
+    let lambda = items / lines;
+    let last = (lambda + 12.0 * lambda.sqrt() + 30.0).ceil() as usize;
+    // ln Poisson(i; λ), accumulated: ln p_0 = -λ, ln p_i = ln p_{i-1} + ln λ - ln i.
+    let (mut ln_p, mut sum) = (-lambda, 0.0);
+    for i in 0..=last {
+        if i > 0 {
+            ln_p += lambda.ln() - (i as f64).ln();
+        }
+        sum += ln_p.exp() * g.get(i).copied().unwrap_or(1.0);
+    }
+    sum.min(1.0)
+}
+
+/// A blocked Bloom filter whose cells hold the latest tick they were set at.
+///
+/// ```
+/// use chronobloom_operators::TickFilter;
+///
+/// let shape = TickFilter::shape_for(1_000, 0.01, 60).unwrap();
+/// let mut f = TickFilter::new(shape, 60, 0).unwrap();
+/// let fp = 0x1234_5678_9abc_def0;
+/// f.insert(fp, 10);
+/// assert!(f.seen(fp, 69)); // 59 ticks later: inside (9, 69]
+/// assert!(!f.seen(fp, 70)); // exactly W later: forgotten
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TickFilter {
     hashes: u32,
-    modulus: FastMod,
-    cells: Vec<u32>,
+    cells: Cells,
     /// The tick a cell value of 1 stands for.
     base: Tick,
     window: Tick,
@@ -39,75 +213,180 @@ pub struct TickFilter {
 }
 
 impl TickFilter {
-    /// An empty filter of `shape.bits` cells and `shape.hashes` probes over a window of `window`
-    /// ticks (1 to 2^31), for ticks from `start` on.
+    /// The shape holding `items` keys at false positive rate `fpr` over a window of `window`
+    /// ticks with the fewest cells: `bits` is the number of cells (whole lines), `hashes` is `k`
+    /// (at most what one 64-bit probe word addresses: 10, 12 or 16 for 8-, 16- or 32-bit cells).
+    ///
+    /// ```
+    /// use chronobloom_operators::TickFilter;
+    /// let s = TickFilter::shape_for(1_000_000, 0.01, 60).unwrap();
+    /// // blocked lines need more cells per key than the standard layout's 9.6
+    /// assert!(s.bits > 10_000_000 && s.bits < 14_000_000 && s.bits % 64 == 0);
+    /// ```
+    pub fn shape_for(items: u64, fpr: f64, window: Tick) -> Result<FilterShape> {
+        if items == 0 {
+            return Err(Error::config("items", "must be at least 1"));
+        }
+        if !(fpr > 0.0 && fpr < 1.0) {
+            return Err(Error::config("fpr", format!("{fpr} is not in (0, 1)")));
+        }
+        let per_line = cells_per_line(window);
+        let max_k = 64 / per_line.trailing_zeros();
+        let n = items as f64;
+        // the search keeps at most 2B keys per line on average
+        let b = per_line as f64;
+        let last = (2.0 * b + 12.0 * (2.0 * b).sqrt() + 30.0).ceil() as usize;
+        let mut best: Option<(u64, u32)> = None;
+        for k in 1..=max_k {
+            let g = line_fpr_table(per_line as usize, k, last);
+            let fpr_at = |lines: u64| blocked_fpr(n, lines as f64, &g);
+            // the smallest line count meeting `fpr`: double, then bisect
+            let mut hi = items.div_ceil(per_line).max(1);
+            while fpr_at(hi) > fpr {
+                hi = hi
+                    .checked_mul(2)
+                    .filter(|&h| h < 1 << 50)
+                    .ok_or_else(|| Error::config("fpr", format!("{fpr} needs too many cells")))?;
+            }
+            let mut lo = hi / 2;
+            while lo + 1 < hi {
+                let mid = lo + (hi - lo) / 2;
+                if fpr_at(mid) <= fpr {
+                    hi = mid;
+                } else {
+                    lo = mid;
+                }
+            }
+            if best.is_none_or(|(lines, _)| hi < lines) {
+                best = Some((hi, k));
+            }
+        }
+        let (lines, k) = best.ok_or_else(|| Error::config("fpr", "no shape"))?;
+        Ok(FilterShape {
+            bits: lines * per_line,
+            hashes: k,
+        })
+    }
+
+    /// An empty filter of at least `shape.bits` cells (rounded up to whole lines) and
+    /// `shape.hashes` cells per key over a window of `window` ticks (1 to 2^31), for ticks from
+    /// `start` on.
     pub fn new(shape: FilterShape, window: Tick, start: Tick) -> Result<Self> {
-        let shape = FilterShape::new(shape.bits, shape.hashes)?;
-        if !(1..=1 << 31).contains(&window) {
+        if !(1..=MAX_WINDOW).contains(&window) {
             return Err(Error::config(
                 "window",
                 format!("{window} is outside 1..=2^31"),
             ));
         }
-        let modulus = FastMod::new(shape.bits)
-            .ok_or_else(|| Error::config("cells", "a tick filter needs at least one cell"))?;
-        let len = usize::try_from(shape.bits)
+        let per_line = cells_per_line(window);
+        let max_k = 64 / per_line.trailing_zeros();
+        if !(1..=max_k).contains(&shape.hashes) {
+            return Err(Error::config(
+                "hashes",
+                format!("{} is outside 1..={max_k}", shape.hashes),
+            ));
+        }
+        let lines = usize::try_from(shape.bits.div_ceil(per_line))
             .map_err(|_| Error::config("cells", "more cells than this platform can address"))?;
+        if lines == 0 {
+            return Err(Error::config(
+                "cells",
+                "a tick filter needs at least one cell",
+            ));
+        }
+        let cells = match per_line {
+            64 => Cells::U8(vec![Line([0; 64]); lines]),
+            32 => Cells::U16(vec![Line([0; 32]); lines]),
+            _ => Cells::U32(vec![Line([0; 16]); lines]),
+        };
         Ok(TickFilter {
             hashes: shape.hashes,
-            modulus,
-            cells: vec![0; len],
+            cells,
             base: window_start(start, window),
             window,
             latest: None,
         })
     }
 
-    /// The smallest cell value that is live at `now`; `None` when no encodable tick is.
+    /// The smallest cell value that is live at `now` (above every cell when nothing encodable is).
     #[inline]
-    fn threshold(&self, now: Tick) -> Option<u32> {
-        let first = window_start(now, self.window);
-        u32::try_from(first.saturating_sub(self.base).saturating_add(1)).ok()
+    fn threshold(&self, now: Tick) -> u64 {
+        window_start(now, self.window)
+            .saturating_sub(self.base)
+            .saturating_add(1)
     }
 
-    /// True iff every cell of `hash` holds a tick in `(now - W, now]` (ticks after `now` are never
-    /// inserted before a query at `now` in the dedup operator).
+    /// Reads the first cell of fingerprint `fp`'s line: touching the lines of many keys before
+    /// checking them lets their cache misses overlap.
     #[inline]
-    pub fn seen(&self, hash: KeyHash, now: Tick) -> bool {
-        let Some(live) = self.threshold(now) else {
-            return false;
-        };
-        hash.probes(self.hashes, self.modulus)
-            .all(|p| self.cells.get(p as usize).is_some_and(|&c| c >= live))
+    pub fn touch(&self, fp: u64) -> u64 {
+        match &self.cells {
+            Cells::U8(l) => l[line_of(fp, l.len())].0[0].into(),
+            Cells::U16(l) => l[line_of(fp, l.len())].0[0].into(),
+            Cells::U32(l) => l[line_of(fp, l.len())].0[0].into(),
+        }
     }
 
-    /// Records `hash` at `now` (cells only move forward in time).
+    /// True iff every cell of fingerprint `fp` holds a tick in `(now - W, now]` (ticks after
+    /// `now` are never inserted before a query at `now` in the dedup operator).
     #[inline]
-    pub fn insert(&mut self, hash: KeyHash, now: Tick) {
-        let value = match u32::try_from(now.saturating_sub(self.base).saturating_add(1)) {
-            Ok(v) => v,
-            Err(_) => {
-                self.rebase(now);
-                // After a rebase the value is at most W <= 2^31.
-                u32::try_from(now.saturating_sub(self.base).saturating_add(1)).unwrap_or(u32::MAX)
-            }
+    pub fn seen(&self, fp: u64, now: Tick) -> bool {
+        let (live, pos, k) = (self.threshold(now), mix64(fp), self.hashes);
+        match &self.cells {
+            Cells::U8(l) => all_live(&l[line_of(fp, l.len())], pos, k, live),
+            Cells::U16(l) => all_live(&l[line_of(fp, l.len())], pos, k, live),
+            Cells::U32(l) => all_live(&l[line_of(fp, l.len())], pos, k, live),
+        }
+    }
+
+    /// Records fingerprint `fp` at `now` (cells only move forward in time; a tick before the
+    /// window of the latest insert is ignored). Returns the oldest tick its cells held before,
+    /// `None` when one was not live at `now`. In particular `Some(now)` whenever the key was
+    /// inserted at `now` already.
+    #[inline]
+    pub fn insert(&mut self, fp: u64, now: Tick) -> Option<Tick> {
+        if now < self.base {
+            return None;
+        }
+        let max = match &self.cells {
+            Cells::U8(_) => <u8 as Cell>::MAX,
+            Cells::U16(_) => <u16 as Cell>::MAX,
+            Cells::U32(_) => <u32 as Cell>::MAX,
         };
-        for p in hash.probes(self.hashes, self.modulus) {
-            if let Some(c) = self.cells.get_mut(p as usize) {
-                *c = (*c).max(value);
-            }
+        if now - self.base >= max {
+            self.rebase(now);
         }
         self.latest = Some(self.latest.map_or(now, |l| l.max(now)));
+        // After a rebase `now - base + 1 <= W + 1 <= MAX`.
+        let v = now - self.base + 1;
+        let (pos, k) = (mix64(fp), self.hashes);
+        let min = match &mut self.cells {
+            Cells::U8(l) => {
+                let i = line_of(fp, l.len());
+                raise(&mut l[i], pos, k, u8::of(v))
+            }
+            Cells::U16(l) => {
+                let i = line_of(fp, l.len());
+                raise(&mut l[i], pos, k, u16::of(v))
+            }
+            Cells::U32(l) => {
+                let i = line_of(fp, l.len());
+                raise(&mut l[i], pos, k, u32::of(v))
+            }
+        };
+        (min >= self.threshold(now)).then(|| self.base + min - 1)
     }
 
     /// Moves the base to the first tick of the window ending at `now`, clearing older cells.
     fn rebase(&mut self, now: Tick) {
         let base = window_start(now, self.window);
         let shift = base.saturating_sub(self.base);
-        for c in &mut self.cells {
-            *c = u32::try_from(u64::from(*c).saturating_sub(shift)).unwrap_or(0);
+        match &mut self.cells {
+            Cells::U8(l) => shift_down(l, shift),
+            Cells::U16(l) => shift_down(l, shift),
+            Cells::U32(l) => shift_down(l, shift),
         }
-        self.base = base;
+        self.base = self.base.max(base);
     }
 
     /// True when no query at `now` or later can find anything: the latest insertion is at least
@@ -117,32 +396,31 @@ impl TickFilter {
             .is_none_or(|l| l.saturating_add(self.window) <= now)
     }
 
-    /// Fraction of cells live at `now`: exact up to 4096 cells, else from 4096 evenly spaced cells.
-    pub fn live_fill(&self, now: Tick) -> f64 {
-        let Some(live) = self.threshold(now) else {
-            return 0.0;
-        };
-        let step = self.cells.len().div_ceil(FILL_SAMPLE).max(1);
-        let (mut sampled, mut set) = (0u64, 0u64);
-        for &c in self.cells.iter().step_by(step) {
-            sampled += 1;
-            set += u64::from(c >= live);
-        }
-        if sampled == 0 {
-            0.0
-        } else {
-            set as f64 / sampled as f64
+    /// Fraction of cells live at `now` and the false positive rate of a query at `now`
+    /// estimated from it (the mean of `(live fraction of a line)^k`), both from 32 evenly spaced
+    /// lines.
+    pub fn occupancy(&self, now: Tick) -> (f64, f64) {
+        let (live, k) = (self.threshold(now), self.hashes);
+        match &self.cells {
+            Cells::U8(l) => sample(l, k, live),
+            Cells::U16(l) => sample(l, k, live),
+            Cells::U32(l) => sample(l, k, live),
         }
     }
 
-    /// Number of probes per key, `k`.
+    /// Number of cells per key, `k`.
     pub fn hashes(&self) -> u32 {
         self.hashes
     }
 
-    /// Memory held by the cells, in bits (32 per cell).
+    /// Memory held by the cells, in bits.
     pub fn memory_bits(&self) -> u64 {
-        self.cells.len() as u64 * 32
+        let lines = match &self.cells {
+            Cells::U8(l) => l.len(),
+            Cells::U16(l) => l.len(),
+            Cells::U32(l) => l.len(),
+        };
+        lines as u64 * 512
     }
 }
 
@@ -156,44 +434,119 @@ pub fn window_start(now: Tick, window: Tick) -> Tick {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use chronobloom_core::hash::KeyHash;
 
-    fn h(k: u64) -> KeyHash {
-        KeyHash::of(&k, 3)
+    fn h(k: u64) -> u64 {
+        KeyHash::of(&k, 3).lo
     }
 
     #[test]
-    fn sharp_window_edge() {
-        let shape = FilterShape::for_fpr(1000, 0.01).unwrap();
-        let mut f = TickFilter::new(shape, 10, 0).unwrap();
-        f.insert(h(1), 5);
-        assert!(f.seen(h(1), 5));
-        assert!(f.seen(h(1), 14)); // 9 ticks later: inside (14 - 10, 14]
-        assert!(!f.seen(h(1), 15)); // exactly W later: outside
-        assert!(!f.stale(14));
-        assert!(f.stale(15));
+    fn sharp_window_edge_for_every_cell_width() {
+        for w in [10, 1_000, 100_000] {
+            let shape = TickFilter::shape_for(1000, 0.01, w).unwrap();
+            let mut f = TickFilter::new(shape, w, 0).unwrap();
+            f.insert(h(1), 5);
+            assert!(f.seen(h(1), 5));
+            assert!(f.seen(h(1), 5 + w - 1)); // inside (4, 4 + w]
+            assert!(!f.seen(h(1), 5 + w)); // exactly W later: outside
+            assert!(!f.stale(4 + w));
+            assert!(f.stale(5 + w));
+        }
     }
 
     #[test]
     fn rebase_keeps_live_cells_and_clears_old_ones() {
-        let shape = FilterShape::for_fpr(100, 0.01).unwrap();
+        for w in [100, 20_000, 1 << 31] {
+            let shape = TickFilter::shape_for(100, 0.01, w).unwrap();
+            let mut f = TickFilter::new(shape, w, 0).unwrap();
+            let far = u64::from(u32::MAX) + 50;
+            f.insert(h(1), 7);
+            f.insert(h(2), far - 10);
+            f.insert(h(3), far); // forces a rebase
+            assert!(f.seen(h(2), far) && f.seen(h(3), far));
+            assert!(!f.seen(h(1), far));
+            assert!(f.seen(h(2), far + w - 11) && !f.seen(h(2), far + w - 10));
+            // ticks near the end of time do not overflow
+            f.insert(h(4), u64::MAX);
+            assert!(f.seen(h(4), u64::MAX));
+        }
+    }
+
+    #[test]
+    fn many_rebases_lose_nothing_inside_the_window() {
+        // 8-bit cells, W = 100: a rebase every ~156 ticks; every key is repeated 99 ticks later
+        let shape = TickFilter::shape_for(2_000, 0.01, 100).unwrap();
         let mut f = TickFilter::new(shape, 100, 0).unwrap();
-        let far = u64::from(u32::MAX) + 50;
-        f.insert(h(1), 7);
-        f.insert(h(2), far - 10);
-        f.insert(h(3), far); // forces a rebase
-        assert!(f.seen(h(2), far) && f.seen(h(3), far));
-        assert!(!f.seen(h(1), far));
-        assert!(f.seen(h(2), far + 89) && !f.seen(h(2), far + 90));
-        // ticks near the end of time do not overflow
-        f.insert(h(4), u64::MAX);
-        assert!(f.seen(h(4), u64::MAX));
+        for t in 0..2_000u64 {
+            for j in 0..10 {
+                f.insert(h(t * 10 + j), t);
+            }
+            if t >= 99 {
+                for j in 0..10 {
+                    assert!(f.seen(h((t - 99) * 10 + j), t), "lost at {t}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn insert_reports_the_oldest_tick_of_its_cells() {
+        let shape = TickFilter::shape_for(1000, 0.01, 60).unwrap();
+        let mut f = TickFilter::new(shape, 60, 0).unwrap();
+        assert_eq!(f.insert(h(1), 3), None);
+        assert_eq!(f.insert(h(1), 3), Some(3));
+        assert_eq!(f.insert(h(1), 4), Some(3));
+        assert_eq!(f.insert(h(1), 70), None); // out of the window
+    }
+
+    /// One-sided 99% binomial upper bound of the count in `n` trials at rate `p`.
+    fn upper_99(n: u64, p: f64) -> f64 {
+        let n = n as f64;
+        n * p + 2.326 * (n * p * (1.0 - p)).sqrt()
+    }
+
+    #[test]
+    fn measured_fpr_stays_within_epsilon() {
+        // keys inserted over the window at every cell width; queries by keys never inserted
+        for (w, eps) in [(60, 0.01), (60, 0.001), (1_000, 0.01), (100_000, 0.005)] {
+            let n = 20_000u64;
+            let shape = TickFilter::shape_for(n, eps, w).unwrap();
+            let mut f = TickFilter::new(shape, w, 0).unwrap();
+            for i in 0..n {
+                f.insert(h(i), i * w / n);
+            }
+            let now = w - 1;
+            let queries = 400_000u64;
+            let fp = (n..n + queries).filter(|&i| f.seen(h(i), now)).count() as f64;
+            let bound = upper_99(queries, eps);
+            assert!(
+                fp <= bound,
+                "W {w}, ε {eps}: {fp} false positives > {bound}"
+            );
+            // and not far below: the shape is not wastefully large
+            assert!(fp >= queries as f64 * eps * 0.5, "W {w}, ε {eps}: {fp}");
+            let (fill, est) = f.occupancy(now);
+            println!("W {w} ε {eps}: {shape:?}, {} cells per key, measured {}, fill {fill}, estimated {est}", shape.bits as f64 / n as f64, fp / queries as f64);
+            assert!(fill > 0.05 && fill < 0.8 && est < 3.0 * eps, "{fill} {est}");
+        }
     }
 
     #[test]
     fn refuses_bad_shapes() {
         assert!(TickFilter::new(FilterShape { bits: 0, hashes: 1 }, 5, 0).is_err());
-        let shape = FilterShape::for_fpr(100, 0.01).unwrap();
+        assert!(TickFilter::new(
+            FilterShape {
+                bits: 64,
+                hashes: 11
+            },
+            5,
+            0
+        )
+        .is_err());
+        let shape = TickFilter::shape_for(100, 0.01, 10).unwrap();
         assert!(TickFilter::new(shape, 0, 0).is_err());
         assert!(TickFilter::new(shape, (1 << 31) + 1, 0).is_err());
+        assert!(TickFilter::shape_for(0, 0.01, 10).is_err());
+        assert!(TickFilter::shape_for(10, 1.0, 10).is_err());
     }
 }

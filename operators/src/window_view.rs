@@ -1,25 +1,19 @@
-//! The epoch-sliced global view of [`crate::DedupMode::Local`]: one fixed-shape Bloom filter per
-//! closed epoch, OR-merged from the workers' per-epoch filters, retired by time.
+//! The global view of [`crate::DedupMode::Local`]: other workers' keys of closed epochs, waiting to
+//! be inserted into this worker's tick filters in epoch order.
 //!
-//! Every worker builds the same shape ([`crate::DedupConfig::view_shape`]) from the configuration
-//! alone, so the slices of one epoch union bit for bit. A worker ships an epoch's slice when its
-//! input frontier passes the epoch's last tick ([`ViewDelta`]: the non-zero words, sparse or dense,
-//! whichever is smaller). [`WindowView::contains_hash`] at tick `t` asks every retained epoch
-//! before `t`'s own whose ticks overlap `(t - W, t]`; [`WindowView::retire`] drops an epoch once no tick still to
-//! come can overlap it (its last tick plus `W` is at or before the frontier), records or not.
+//! When every tick of an epoch is decided, a worker ships the 64-bit fingerprints of the keys it
+//! inserted during the epoch to every other worker ([`ViewDelta`]); a key whose cells the epoch's
+//! earlier inserts had all set already is not shipped (the receiver gets those cells from the
+//! earlier keys). The receiver buffers them here and inserts epoch `e`'s fingerprints at `e`'s
+//! last tick just before it decides the first tick of a later epoch ([`WindowView::take_before`]),
+//! so a tick's decision depends only on closed epochs, however early a fast peer's delta arrives.
+//! Inserting at the epoch's last tick gives the view its epoch granularity: a key another worker
+//! saw in epoch `e` is live for ticks `t` with `last(e) > t - W`.
 
-use crate::dedup_stats::{Slice, SliceStats};
-use crate::delta::DeltaWords;
-use crate::error::Result;
-use crate::tick_filter::window_start;
-use chronobloom_core::bloom::{BloomFilter, Filter, FilterShape};
-use chronobloom_core::hash::{Key, KeyHash};
-use chronobloom_core::temporal::Tick;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// One worker's slice of one closed epoch, on its way to one other worker.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One worker's keys of one closed epoch, on their way to one other worker.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ViewDelta {
     /// The closed epoch.
     pub epoch: u64,
@@ -27,151 +21,70 @@ pub struct ViewDelta {
     pub from: u32,
     /// The receiving worker.
     pub dest: u32,
-    /// The slice's non-zero words.
-    pub words: DeltaWords,
+    /// Fingerprints ([`chronobloom_core::hash::KeyHash::lo`]) of the keys the sender inserted.
+    pub keys: Vec<u64>,
 }
 
-/// Closed epochs' Bloom filters, OR-merged, answering "seen in the window ending at `t`?".
+impl ViewDelta {
+    /// Bytes on the wire: 8 per fingerprint.
+    pub fn wire_bytes(&self) -> u64 {
+        self.keys.len() as u64 * 8
+    }
+}
+
+/// Received fingerprints of closed epochs not yet inserted.
 ///
 /// ```
-/// use chronobloom_core::bloom::{Filter, FilterShape};
-/// use chronobloom_operators::window_view::WindowView;
+/// use chronobloom_operators::window_view::{ViewDelta, WindowView};
 ///
-/// let shape = FilterShape::for_fpr(1_000, 0.001).unwrap();
-/// // epochs of 10 ticks, window of 30 ticks
-/// let mut mine = WindowView::new(shape, 7, 10, 30).unwrap();
-/// let mut slice = mine.new_slice().unwrap();
-/// slice.insert(&"alice");
-/// let delta = WindowView::encode(&slice).unwrap();
-/// mine.merge(2, &delta).unwrap(); // epoch 2: ticks 20..=29
-/// assert!(mine.contains(&"alice", 35));
-/// assert!(mine.contains(&"alice", 58)); // (28, 58] still overlaps epoch 2
-/// assert!(!mine.contains(&"alice", 59)); // (29, 59] does not
-/// mine.retire(59);
-/// assert_eq!(mine.epochs_held(), 0);
+/// let mut view = WindowView::default();
+/// assert!(view.merge(ViewDelta { epoch: 2, from: 1, dest: 0, keys: vec![7, 9] }));
+/// assert!(view.merge(ViewDelta { epoch: 3, from: 1, dest: 0, keys: vec![8] }));
+/// assert_eq!(view.pending_keys(), 3);
+/// // deciding a tick of epoch 3 first inserts epoch 2
+/// assert_eq!(view.take_before(3), vec![(2, vec![7, 9])]);
+/// // a delta for an epoch already inserted is refused
+/// assert!(!view.merge(ViewDelta { epoch: 1, from: 1, dest: 0, keys: vec![5] }));
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WindowView {
-    shape: FilterShape,
-    seed: u64,
-    epoch_len: Tick,
-    window: Tick,
-    epochs: BTreeMap<u64, BloomFilter>,
-    /// Occupancy of epochs not merged into since it was computed (a popcount of the slice).
-    occupancy: BTreeMap<u64, SliceStats>,
+    pending: BTreeMap<u64, Vec<u64>>,
+    /// Epochs before this one were taken.
+    taken: u64,
 }
 
 impl WindowView {
-    /// An empty view of slices of `shape` hashed with `seed`, epochs of `epoch_len` ticks (at
-    /// least 1) and a window of `window` ticks.
-    pub fn new(shape: FilterShape, seed: u64, epoch_len: Tick, window: Tick) -> Result<Self> {
-        BloomFilter::from_shape(shape, seed)?;
-        if epoch_len == 0 {
-            return Err(crate::Error::config(
-                "epoch_len",
-                "an epoch must last at least one tick",
-            ));
+    /// Buffers a delta; false (and nothing kept) when its epoch was taken already, the sign of a
+    /// peer that does not follow the protocol.
+    pub fn merge(&mut self, delta: ViewDelta) -> bool {
+        if delta.epoch < self.taken {
+            return false;
         }
-        Ok(WindowView {
-            shape,
-            seed,
-            epoch_len,
-            window,
-            epochs: BTreeMap::new(),
-            occupancy: BTreeMap::new(),
-        })
-    }
-
-    /// An empty slice of this view's shape, for one worker's records of one epoch.
-    pub fn new_slice(&self) -> Result<BloomFilter> {
-        Ok(BloomFilter::from_shape(self.shape, self.seed)?)
-    }
-
-    /// A slice's non-zero words, sparse or dense, whichever is smaller; `None` when it is empty.
-    pub fn encode(slice: &BloomFilter) -> Option<DeltaWords> {
-        let words = slice.bits().words();
-        let nonzero: Vec<u32> = words
-            .iter()
-            .enumerate()
-            .filter(|&(_, &w)| w != 0)
-            .filter_map(|(i, _)| u32::try_from(i).ok())
-            .collect();
-        DeltaWords::encode(&nonzero, words, 0..words.len())
-    }
-
-    /// ORs a shipped slice into `epoch`'s filter; refuses (leaving the words already merged) a
-    /// word past this view's shape, the sign of a peer configured differently.
-    pub fn merge(&mut self, epoch: u64, words: &DeltaWords) -> Result<()> {
-        self.occupancy.remove(&epoch);
-        let filter = match self.epochs.entry(epoch) {
-            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
-            std::collections::btree_map::Entry::Vacant(v) => {
-                v.insert(BloomFilter::from_shape(self.shape, self.seed)?)
-            }
-        };
-        let mut result = Ok(());
-        words.for_each(|i, w| {
-            if result.is_ok() {
-                result = filter.bits_mut().or_word(i, w);
-            }
-        });
-        Ok(result?)
-    }
-
-    /// True iff some retained epoch before `now`'s own epoch and overlapping `(now - W, now]`
-    /// reports the pre-hashed key. `now`'s epoch and later ones are never consulted, even when a
-    /// fast peer's slice of them has arrived already: the answer depends only on closed epochs.
-    #[inline]
-    pub fn contains_hash(&self, hash: KeyHash, now: Tick) -> bool {
-        let first = window_start(now, self.window) / self.epoch_len;
-        let current = now / self.epoch_len;
-        self.epochs
-            .range(first..current)
-            .any(|(_, f)| f.contains_hash(hash))
-    }
-
-    /// True iff some retained epoch before `now`'s and overlapping `(now - W, now]` reports `key`.
-    pub fn contains<K: Key + ?Sized>(&self, key: &K, now: Tick) -> bool {
-        self.contains_hash(KeyHash::of(key, self.seed), now)
-    }
-
-    /// Drops every epoch no window ending at `horizon` or later overlaps.
-    pub fn retire(&mut self, horizon: Tick) {
-        let first_needed = window_start(horizon, self.window) / self.epoch_len;
-        self.epochs = self.epochs.split_off(&first_needed);
-        self.occupancy = self.occupancy.split_off(&first_needed);
-    }
-
-    /// Drops every epoch.
-    pub fn clear(&mut self) {
-        self.epochs.clear();
-        self.occupancy.clear();
-    }
-
-    /// Epochs currently held.
-    pub fn epochs_held(&self) -> usize {
-        self.epochs.len()
-    }
-
-    /// Bits held by all retained epochs.
-    pub fn memory_bits(&self) -> u64 {
-        self.epochs.values().map(Filter::memory_bits).sum()
-    }
-
-    /// Fill and estimated false positive rate of every retained epoch (each slice is counted
-    /// once after its last merge, not on every call).
-    pub fn slice_stats(&mut self) -> Vec<SliceStats> {
-        for (&e, f) in &self.epochs {
-            self.occupancy.entry(e).or_insert_with(|| {
-                let fill = f.fill_ratio();
-                SliceStats {
-                    slice: Slice::ViewEpoch(e),
-                    bits: f.bit_len(),
-                    fill,
-                    estimated_fpr: fill.powi(f.hashes() as i32),
-                }
-            });
+        let keys = self.pending.entry(delta.epoch).or_default();
+        if keys.is_empty() {
+            *keys = delta.keys;
+        } else {
+            keys.extend_from_slice(&delta.keys);
         }
-        self.occupancy.values().copied().collect()
+        true
+    }
+
+    /// Removes and returns the buffered epochs before `epoch`, oldest first.
+    pub fn take_before(&mut self, epoch: u64) -> Vec<(u64, Vec<u64>)> {
+        self.taken = self.taken.max(epoch);
+        let later = self.pending.split_off(&epoch);
+        std::mem::replace(&mut self.pending, later)
+            .into_iter()
+            .collect()
+    }
+
+    /// Fingerprints buffered.
+    pub fn pending_keys(&self) -> u64 {
+        self.pending.values().map(|k| k.len() as u64).sum()
+    }
+
+    /// Buffered epochs with their fingerprint counts.
+    pub fn pending_epochs(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.pending.iter().map(|(&e, k)| (e, k.len() as u64))
     }
 }
