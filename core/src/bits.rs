@@ -83,17 +83,6 @@ impl Dirty {
     fn mark(&mut self, word: usize) {
         self.mark_if(word, 1);
     }
-
-    /// Flags word `word + i` for every bit `i` set in `bits`; the words must share a flag word
-    /// (`word % 64 + 64 - bits.leading_zeros() <= 64`).
-    #[inline]
-    fn mark_bits(&mut self, word: usize, bits: u64) {
-        if self.enabled {
-            if let Some(f) = self.flags.get_mut(word / 64) {
-                *f |= bits << (word % 64);
-            }
-        }
-    }
 }
 
 impl Bits {
@@ -183,21 +172,6 @@ impl Bits {
             Some(block) => block,
             None => panic!("block at word {first} runs past {} words", self.words.len()),
         }
-    }
-
-    /// ORs `mask` into the 8 words starting at word `first` (a multiple of 8, inside the array),
-    /// one write per word, recording the words that change when tracking is on (without a
-    /// branch on the words' old values).
-    #[inline]
-    pub(crate) fn or_block(&mut self, first: usize, mask: &[u64; 8]) {
-        debug_assert!(first.is_multiple_of(8));
-        let block = &mut self.words[first..first + 8];
-        let mut changed = 0u64;
-        for (i, (w, &m)) in block.iter_mut().zip(mask).enumerate() {
-            changed |= u64::from(m & !*w != 0) << i;
-            *w |= m;
-        }
-        self.dirty.mark_bits(first, changed);
     }
 
     /// Number of set bits.

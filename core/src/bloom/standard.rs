@@ -280,19 +280,18 @@ impl Filter for BloomFilter {
 }
 
 impl BloomFilter {
-    /// The blocked insert: the `k` bits gathered into a block mask, then ORed in one pass over the
-    /// block's 8 words (one write per word; the only bounds check is the block's).
+    /// The blocked insert: `k` bit sets inside one block (the first misses the cache, the others
+    /// hit the same line). Setting bits one by one beats gathering a block mask and ORing the
+    /// block's 8 words: the mask's narrow stores followed by wide loads stall store forwarding
+    /// (measured 339 → 217 ns per 18-level PBF-2 insert).
     #[inline]
     fn insert_blocked(&mut self, hash: KeyHash) {
-        let first = self.modulus.reduce(hash.lo) as usize * BLOCK_WORDS;
-        let mut mask = [0u64; BLOCK_WORDS];
+        let base = self.modulus.reduce(hash.lo) * BLOCK_BITS;
         let mut g = hash.hi;
         for _ in 0..self.hashes {
-            let p = g >> 55;
-            mask[(p >> 6) as usize] |= 1 << (p & 63);
+            self.bits.set(base + (g >> 55));
             g = g.wrapping_mul(BLOCK_STEP);
         }
-        self.bits.or_block(first, &mask);
     }
 
     #[inline]
