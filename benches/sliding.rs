@@ -155,11 +155,12 @@ fn summary(stream: Stream, eps: f64) {
     let mean = bits_sum / points as f64;
     let s = f.shape();
     println!(
-        "{{\"stream\":\"{}\",\"eps\":{eps},\"c\":{},\"f\":{},\"g\":{},\"bits_per_item_mean\":{mean:.2},\"bits_per_item_max\":{bits_max:.2},\"lower_bound\":{lb:.2},\"ratio\":{:.3},\"fpr\":{:.6},\"false_negatives\":{fneg},\"tables\":{},\"stats\":\"{:?}\"}}",
+        "{{\"stream\":\"{}\",\"eps\":{eps},\"c\":{},\"fingerprints\":{},\"tags\":{},\"bucket_bits\":{},\"bits_per_item_mean\":{mean:.2},\"bits_per_item_max\":{bits_max:.2},\"lower_bound\":{lb:.2},\"ratio\":{:.3},\"fpr\":{:.6},\"false_negatives\":{fneg},\"tables\":{},\"stats\":\"{:?}\"}}",
         stream.name(),
         s.generations,
-        s.fingerprint_bits,
-        s.tag_bits,
+        s.fingerprints,
+        s.tags,
+        s.bucket_bits,
         mean / lb,
         fp as f64 / queried as f64,
         f.table_count(),

@@ -12,24 +12,32 @@
 //! nothing inside the window is ever missing. Entries of older generations are deleted **lazily**
 //! (§2.4): they count as empty slots and never answer a query.
 //!
-//! * **Tags** count generations modulo `M = 2^g`, with `M ≥ c + 2`: the `M − c − 1` spare tag
-//!   values give the deamortized sweep (§2.5) time to clear an expired generation before its tag
-//!   comes round again. Each insertion scans `⌈B / ((M − c − 1) · G)⌉` buckets from a saved
-//!   cursor, so a full cycle fits in the spare generations; if it does not (a time window whose
-//!   rate fell), the expired tag is purged by a full scan just before reuse and counted in
-//!   [`SlidingStats::purges`].
+//! * **Tags** count generations modulo `M ≥ c + 2` (any `M`, not only a power of two): the
+//!   `M − c − 1` spare tag values give the deamortized sweep (§2.5) time to clear an expired
+//!   generation before its tag comes round again. Each insertion scans `⌈B / ((M − c − 1) · G)⌉`
+//!   buckets from a saved cursor, so a full cycle fits in the spare generations; if it does not (a
+//!   time window whose rate fell), the expired tag is purged by a full scan just before reuse and
+//!   counted in [`SlidingStats::purges`].
 //! * **Dictionary** (§2.2, §2.6): a bucketized cuckoo table with 4-slot buckets of (fingerprint,
-//!   tag) slots, semi-sorted (Fan et al.) so a slot costs `f + g − 1` bits; see `table.rs`. Cuckoo
-//!   relocation uses the bucket and fingerprint only; an entry that finds no slot goes to a stash
-//!   and the filter grows, so no item is ever lost.
-//! * **Fingerprint width** (§2.1): a query reads 2 buckets of 4 slots, each live with probability at
-//!   most the load `α = 0.95`, and each live slot matches with probability `1 / (2^f − 1)`, so the
-//!   false positive rate is at most `8α / (2^f − 1)`; `f = ⌈log2(8α / ε + 1)⌉`.
+//!   tag) slots; see `table.rs`. A bucket is coded jointly: the sorted 4-tuple of the low 4
+//!   fingerprint bits (semi-sorting, Fan et al.: 3876 values, a 12-bit code) and the slots' tags
+//!   (base `M`) and fingerprint top digits (base `K`) as one mixed-radix number of
+//!   `⌈4 log2(K M)⌉` bits form the bucket's head; the `b` middle fingerprint bits of each slot
+//!   are stored raw. Cuckoo relocation uses the bucket and fingerprint only; an entry that finds
+//!   no slot goes to a stash and the filter grows, so no item is ever lost.
+//! * **Fingerprint alphabet** (§2.1): a query reads 2 buckets of 4 slots, each live with
+//!   probability at most the load `α = 0.95`, and each live slot matches with probability `1/Φ`
+//!   for `Φ = 16·K·2^b − 1` fingerprint values (0 marks an empty slot), so the false positive
+//!   rate is at most `8α/Φ`; `Φ ≥ 8α/ε`, with `K ≤ 15` letting `Φ` sit within a factor
+//!   `1 + 1/K` of that instead of the next power of two.
 //! * **Choice of c** (§2.3): the paper minimizes `(1 + 1/c)(log 1/ε + log c + 1)`, giving
-//!   `c − log c = log(1/ε) − 1`. Our slots cost `f + g − 1` bits with an integer tag width `g`, and
-//!   the table holds `(c + 1) G ≈ n (1 + 1/c)` entries at load `α`, so we pick `(c, g)` minimizing
-//!   `(1 + 1/c)(f + g − 1) / α` subject to `2^g ≥ c + 2` and a sweep of at most two buckets per
-//!   insertion. The slack of §1.1 is one generation: `m = G`.
+//!   `c − log c = log(1/ε) − 1`. The table holds `(c + 1) G ≈ n (1 + 1/c)` entries at load `α`, so
+//!   a window item costs `(1 + 1/c) · W / (4α)` bits for a bucket of
+//!   `W = 12 + ⌈4 log2(K M)⌉ + 4b = 12 + ⌈4 log2((Φ + 1) M / 16)⌉` bits. We pick `(c, M, K, b)`
+//!   minimizing `(1 + 1/c) W` subject to `M ≥ c + 2`, `Φ ≥ 8α/ε` and a sweep of at most two
+//!   buckets per insertion (ε = 0.01: `c = 12`, `M = 15`, `Φ = 767`, `W = 50`, against
+//!   `c = 6`, 8 tags, 1023 fingerprints and 48 bits with powers of two). The slack of §1.1 is one
+//!   generation: `m = G`.
 //! * **Table size**: `B = ⌈(c + 1) G / (4α)⌉` buckets for a count window. A time window does not
 //!   know its population: it starts small; when the active table reaches load `α` it adds a table
 //!   sized for `1.15 (c + 1)` times the busier of the current and the last generation's insertions
@@ -59,7 +67,7 @@ use crate::hash::{mix64, KeyHash};
 use crate::temporal::Tick;
 use crate::window::WindowFilter;
 use serde::{Deserialize, Serialize};
-use table::{Placed, Table, LOAD, MIN_FP_BITS, SLOTS};
+use table::{Layout, Placed, Table, LOAD, MAX_FP_BITS, MAX_RADIX, MAX_TAGS, SLOTS};
 
 /// Stash entries a table may hold before the filter adds a larger table.
 const STASH_LIMIT: usize = 4;
@@ -69,8 +77,6 @@ const HEADROOM: f64 = 1.15;
 const MIN_BUCKETS: u64 = 16;
 /// Buckets scanned per insertion are capped at this when choosing `c`.
 const MAX_SWEEP: f64 = 2.0;
-/// Widest fingerprint supported (ε down to about 1.1e-7).
-const MAX_FP_BITS: u32 = 26;
 
 /// The window a [`SlidingBloomFilter`] keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,10 +94,18 @@ pub struct SlidingShape {
     pub generations: u64,
     /// `G`: insertions (count window) or ticks (time window) per generation.
     pub generation_len: u64,
-    /// `f`: fingerprint bits per slot.
+    /// `Φ`: fingerprint values (`16·K·2^b − 1`, not a power of two in general); a live slot
+    /// matches a foreign key with probability `1/Φ`.
+    pub fingerprints: u64,
+    /// `M`: tag values; tags count generations modulo `M`.
+    pub tags: u64,
+    /// `⌈log2(Φ + 1)⌉`: the bits a fingerprint would take stored alone.
     pub fingerprint_bits: u32,
-    /// `g`: tag bits per slot; tags count generations modulo `2^g`.
+    /// `⌈log2 M⌉`: the bits a tag would take stored alone.
     pub tag_bits: u32,
+    /// Bits of one 4-slot bucket as stored (head code and raw fingerprint bits).
+    pub bucket_bits: u32,
+    layout: Layout,
 }
 
 impl SlidingShape {
@@ -99,14 +113,17 @@ impl SlidingShape {
         if !(fpr > 0.0 && fpr < 1.0) {
             return Err(Error::invalid("fpr", format!("{fpr} is not in (0, 1)")));
         }
-        let f = ((2.0 * SLOTS as f64 * LOAD / fpr + 1.0).log2().ceil() as u32).max(MIN_FP_BITS);
+        // Φ ≥ 8α/ε: two buckets of 4 slots, each live with probability at most α.
+        let need = 2.0 * SLOTS as f64 * LOAD / fpr;
+        let f = (need + 1.0).log2().ceil() as u32;
         if f > MAX_FP_BITS {
             return Err(Error::invalid(
                 "fpr",
                 format!("{fpr} needs {f}-bit fingerprints; at most {MAX_FP_BITS} are supported"),
             ));
         }
-        let (c, g) = choose_generations(f);
+        let (c, layout) = choose_generations(need.ceil() as u64)
+            .ok_or_else(|| Error::invalid("fpr", format!("{fpr} needs too many fingerprints")))?;
         let (c, len) = match window {
             SlidingWindow::Count(0) | SlidingWindow::Time(0) => {
                 return Err(Error::invalid("window", "must be at least 1"));
@@ -120,38 +137,69 @@ impl SlidingShape {
                 (c, (t - 1).div_ceil(c).max(1))
             }
         };
+        let bits = |v: u64| 64 - (v - 1).leading_zeros();
+        let tags = u64::from(layout.tags);
         Ok(SlidingShape {
             generations: c,
             generation_len: len,
-            fingerprint_bits: f,
-            tag_bits: g,
+            fingerprints: layout.fingerprints(),
+            tags,
+            fingerprint_bits: bits(layout.fingerprints() + 1),
+            tag_bits: bits(tags),
+            bucket_bits: layout.bucket_bits(),
+            layout,
         })
     }
 
-    fn tags(&self) -> u64 {
-        1 << self.tag_bits
-    }
-
     fn spare(&self) -> u64 {
-        self.tags() - self.generations - 1
+        self.tags - self.generations - 1
     }
 }
 
-/// The `(c, g)` minimizing `(1 + 1/c)(f + g − 1)` (a semi-sorted slot's bits) with `2^g ≥ c + 2`
-/// and a sweep of at most [`MAX_SWEEP`] buckets per insertion.
-fn choose_generations(f: u32) -> (u64, u32) {
-    let mut best = (2, 2, f64::INFINITY);
-    for g in 2..=6u32 {
-        let m = 1u64 << g;
+/// The cheapest coding of `need` or more fingerprint values with `tags` tag values: the
+/// `(K, b)` with `16·K·2^b − 1 ≥ need` whose bucket takes the fewest bits (then the fewest
+/// fingerprints), or `None` when no layout holds that many.
+fn layout_for(need: u64, tags: u32) -> Option<Layout> {
+    (1..=MAX_RADIX)
+        .filter_map(|radix| {
+            let per_bit = 16 * u64::from(radix);
+            // Φ = 16·K·2^b − 1 ≥ need.
+            let low_bits = (0..=MAX_FP_BITS).find(|&b| (per_bit << b) > need)?;
+            let layout = Layout {
+                radix,
+                low_bits,
+                tags,
+            };
+            layout.check().ok().map(|()| layout)
+        })
+        .min_by_key(|l| (l.bucket_bits(), l.fingerprints()))
+}
+
+/// The `(c, layout)` minimizing `(1 + 1/c) · bucket bits` (the table holds `(c + 1) G ≈ n(1 + 1/c)`
+/// entries) over tag alphabets `M ≥ c + 2` whose spare tags let the sweep cycle at no more than
+/// [`MAX_SWEEP`] buckets per insertion; ties go to the smaller `c`. `None` when no layout holds
+/// `need` fingerprints.
+fn choose_generations(need: u64) -> Option<(u64, Layout)> {
+    let mut best: Option<(u64, Layout)> = None;
+    for tags in 3..=MAX_TAGS {
+        let Some(layout) = layout_for(need, tags) else {
+            continue;
+        };
+        let m = u64::from(tags);
         for c in 1..=m - 2 {
             let sweep = (c + 1) as f64 / ((m - c - 1) as f64 * LOAD * SLOTS as f64);
-            let cost = (1.0 + 1.0 / c as f64) * f64::from(f + g - 1);
-            if sweep <= MAX_SWEEP && cost < best.2 {
-                best = (c, g, cost);
+            // (1 + 1/c)·bits compared exactly: (c + 1)·bits·c' against (c' + 1)·bits'·c.
+            let cost = |c: u64, l: Layout| (c + 1) * u64::from(l.bucket_bits());
+            let better = best.is_none_or(|(bc, bl)| {
+                let (a, b) = (cost(c, layout) * bc, cost(bc, bl) * c);
+                a < b || a == b && c < bc
+            });
+            if sweep <= MAX_SWEEP && better {
+                best = Some((c, layout));
             }
         }
     }
-    (best.0, best.1)
+    best
 }
 
 /// Events a caller may want to monitor; none of them loses an item.
@@ -223,11 +271,10 @@ impl TryFrom<SlidingRepr> for SlidingBloomFilter {
     type Error = Error;
     fn try_from(r: SlidingRepr) -> Result<Self> {
         let shape = SlidingShape::derive(r.window, r.fpr)?;
-        let widths = (shape.fingerprint_bits, shape.tag_bits);
-        if r.tables.is_empty() || r.tables.iter().any(|t| t.widths() != widths) {
+        if r.tables.is_empty() || r.tables.iter().any(|t| t.layout() != shape.layout) {
             return Err(Error::invalid(
                 "tables",
-                "missing, or slot widths differ from the shape",
+                "missing, or slot coding differs from the shape",
             ));
         }
         if matches!(r.window, SlidingWindow::Count(_)) && r.in_gen >= shape.generation_len {
@@ -263,7 +310,7 @@ impl SlidingBloomFilter {
         let entries = (shape.generations + 1).saturating_mul(shape.generation_len);
         let buckets = buckets_for(entries);
         let sweep = buckets.div_ceil(shape.spare().saturating_mul(shape.generation_len));
-        let table = Table::new(buckets, shape.fingerprint_bits, shape.tag_bits, sweep, seed)?;
+        let table = Table::new(buckets, shape.layout, sweep, seed)?;
         Ok(Self::with_table(window, fpr, seed, shape, table))
     }
 
@@ -309,7 +356,7 @@ impl SlidingBloomFilter {
         let sweep = (buckets as f64 / (shape.spare() as f64 * per_gen))
             .ceil()
             .max(1.0) as u64;
-        Table::new(buckets, shape.fingerprint_bits, shape.tag_bits, sweep, seed)
+        Table::new(buckets, shape.layout, sweep, seed)
     }
 
     /// The window this filter keeps.
@@ -322,7 +369,7 @@ impl SlidingBloomFilter {
         self.fpr
     }
 
-    /// The derived parameters (c, G, f, g).
+    /// The derived parameters (c, G, Φ, M and the bucket cost).
     pub fn shape(&self) -> SlidingShape {
         self.shape
     }
@@ -337,9 +384,9 @@ impl SlidingBloomFilter {
         self.tables.len()
     }
 
-    /// The false positive bound at the current loads: `Σ 8 · load / (2^f − 1)` over the tables.
+    /// The false positive bound at the current loads: `Σ 8 · load / Φ` over the tables.
     pub fn estimated_fpr(&self) -> f64 {
-        let per_match = 1.0 / ((1u64 << self.shape.fingerprint_bits) - 1) as f64;
+        let per_match = 1.0 / self.shape.fingerprints as f64;
         self.tables
             .iter()
             .map(|t| 2.0 * t.live() as f64 / t.buckets() as f64 * per_match)
@@ -350,11 +397,11 @@ impl SlidingBloomFilter {
     /// generation `at >= gen`.
     fn mask_at(&self, at: u64) -> u64 {
         let lo = at.saturating_sub(self.shape.generations);
-        (lo..=self.gen).fold(0, |m, g| m | 1 << (g % self.shape.tags()))
+        (lo..=self.gen).fold(0, |m, g| m | 1 << (g % self.shape.tags))
     }
 
     fn tag(&self) -> u32 {
-        (self.gen % self.shape.tags()) as u32
+        (self.gen % self.shape.tags) as u32
     }
 
     /// Checks that time does not go backwards and, for a time window, moves to `now`'s generation.
@@ -377,7 +424,7 @@ impl SlidingBloomFilter {
     /// Moves to generation `to`: retires generations that leave the window, purges tags about to
     /// be reused, drops drained tables and, for a time window, shrinks.
     fn roll(&mut self, to: u64) -> Result<()> {
-        let tags = self.shape.tags();
+        let tags = self.shape.tags;
         if to.saturating_sub(self.gen) >= tags {
             // Everything stored is expired and any tag may come round again: start empty.
             let active = self.tables.len() - 1;
@@ -468,8 +515,7 @@ impl SlidingBloomFilter {
             SlidingWindow::Count(_) => {
                 let sweep =
                     buckets.div_ceil(self.shape.spare().saturating_mul(self.shape.generation_len));
-                let (f, g) = (self.shape.fingerprint_bits, self.shape.tag_bits);
-                Table::new(buckets, f, g, sweep, seed)?
+                Table::new(buckets, self.shape.layout, sweep, seed)?
             }
             SlidingWindow::Time(_) => Self::time_table(&self.shape, buckets, seed)?,
         };
@@ -535,10 +581,13 @@ impl WindowFilter for SlidingBloomFilter {
             }
             _ => self.mask,
         };
-        self.tables.iter().any(|t| {
+        for t in &self.tables {
             let (b, fp) = t.locate(hash.lo, hash.hi);
-            t.contains(b, fp, mask)
-        })
+            if t.contains(b, fp, mask) {
+                return true;
+            }
+        }
+        false
     }
 
     fn advance(&mut self, now: Tick) -> Result<()> {

@@ -1,11 +1,12 @@
 //! A fixed-width packed integer array: slot `i` holds `width` bits starting at bit `i * width` of a
-//! run of `u64` words, so a slot may straddle two words. Packing is what lets a table of
-//! (fingerprint, generation) slots cost exactly its slot width per slot.
+//! run of `u64` words, so a slot may straddle two words. Packing is what lets a table of bucket
+//! codes and raw fingerprint bits cost exactly its width per entry.
 
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
-/// `len` unsigned integers of `width` bits each (`1 <= width <= 32`), all zero at first.
+/// `len` unsigned integers of `width` bits each (`0 <= width <= 64`; width 0 holds only zeros and
+/// no memory), all zero at first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "PackedRepr", into = "PackedRepr")]
 pub(crate) struct Packed {
@@ -53,12 +54,12 @@ impl From<Packed> for PackedRepr {
 }
 
 fn check_width(width: u32) -> Result<()> {
-    if (1..=32).contains(&width) {
+    if width <= 64 {
         Ok(())
     } else {
         Err(Error::invalid(
             "width",
-            format!("slot width {width} is outside 1..=32"),
+            format!("slot width {width} is outside 0..=64"),
         ))
     }
 }
@@ -94,37 +95,45 @@ impl Packed {
         self.width
     }
 
+    /// The low `width` bits (only called with `width >= 1`).
     #[inline]
     fn mask(&self) -> u64 {
-        (1u64 << self.width) - 1
+        u64::MAX >> (64 - self.width)
     }
 
     /// The value in slot `i` (`i < len`).
     #[inline]
     pub(crate) fn get(&self, i: u64) -> u64 {
         debug_assert!(i < self.len);
+        if self.width == 0 {
+            return 0;
+        }
         let bit = i * u64::from(self.width);
         let w = (bit / 64) as usize;
         let off = (bit % 64) as u32;
-        let mut v = self.words[w] >> off;
-        if off + self.width > 64 {
-            v |= self.words[w + 1] << (64 - off);
-        }
-        v & self.mask()
+        // The next word's bits come in without a branch (`<< 1 << (63 − off)` is `<< (64 − off)`,
+        // and 0 when off = 0); no slot straddles past the last word, so 0 stands in there.
+        let next = self.words.get(w + 1).copied().unwrap_or(0);
+        ((self.words[w] >> off) | (next << 1 << (63 - off))) & self.mask()
     }
 
     /// Stores `v` (which must fit in `width` bits) in slot `i` (`i < len`).
     #[inline]
     pub(crate) fn set(&mut self, i: u64, v: u64) {
-        debug_assert!(i < self.len && v <= self.mask());
+        debug_assert!(i < self.len);
+        if self.width == 0 {
+            debug_assert!(v == 0);
+            return;
+        }
+        debug_assert!(v <= self.mask());
         let mask = self.mask();
         let bit = i * u64::from(self.width);
         let w = (bit / 64) as usize;
         let off = (bit % 64) as u32;
         self.words[w] = (self.words[w] & !(mask << off)) | (v << off);
-        if off + self.width > 64 {
-            let spill = 64 - off;
-            self.words[w + 1] = (self.words[w + 1] & !(mask >> spill)) | (v >> spill);
+        if let Some(next) = self.words.get_mut(w + 1) {
+            // The bits past word w (none, and an unchanged word, unless the slot straddles).
+            *next = (*next & !(mask >> 1 >> (63 - off))) | (v >> 1 >> (63 - off));
         }
     }
 
@@ -147,8 +156,9 @@ mod tests {
 
     #[test]
     fn refuses_bad_width_and_shape() {
-        assert!(Packed::new(0, 10).is_err());
-        assert!(Packed::new(33, 10).is_err());
+        assert!(Packed::new(65, 10).is_err());
+        let empty = Packed::new(0, 10).unwrap();
+        assert_eq!((empty.get(9), empty.memory_bits()), (0, 0));
         let bad = r#"{"width":13,"len":10,"words":[0]}"#;
         assert!(serde_json::from_str::<Packed>(bad).is_err());
         let good = r#"{"width":13,"len":10,"words":[0,0,0]}"#;
@@ -164,12 +174,12 @@ mod tests {
     proptest! {
         #[test]
         fn behaves_like_a_vec(
-            width in 1u32..=32,
+            width in 1u32..=64,
             writes in proptest::collection::vec((0u64..300, any::<u64>()), 0..400),
         ) {
             let mut p = Packed::new(width, 300).unwrap();
             let mut model = vec![0u64; 300];
-            let mask = (1u64 << width) - 1;
+            let mask = u64::MAX >> (64 - width);
             for &(i, v) in &writes {
                 p.set(i, v & mask);
                 model[i as usize] = v & mask;

@@ -1,16 +1,23 @@
-//! The dictionary of paper 002 §2.2 and §2.6: a bucketized cuckoo table whose slots pack a
+//! The dictionary of paper 002 §2.2 and §2.6: a bucketized cuckoo table whose slots hold a
 //! fingerprint and a generation tag, with lazy deletion and a resumable sweep.
 //!
-//! * **Semi-sorted buckets** (Fan et al., "Cuckoo Filter", §5.2). The order of a bucket's 4 slots
-//!   carries no information, so a bucket is stored sorted by the low 4 bits of its fingerprints: the
-//!   sorted 4-tuple of those nibbles is one of `C(19, 4) = 3876` values, a 12-bit code instead of 16
-//!   bits. The rest of each slot (the other `f − 4` fingerprint bits and the `g` tag bits) is packed
-//!   as is, so a slot costs `f + g − 1` bits.
-//! * **Buckets and alternates.** A fingerprint `fp` (never 0: 0 marks an empty slot) lives in one of
-//!   two buckets of [`SLOTS`] slots. The first is `lo mod B`; the alternate of bucket `b` is
-//!   `(t(fp) − b) mod B` with `t(fp) = mix64(fp ⊕ c) mod B`. The map is an involution for every
-//!   `B` (not only powers of two), so an entry can be relocated from its bucket and fingerprint
-//!   alone (partial-key cuckoo hashing) and the table can have exactly the size it needs.
+//! * **Slot alphabet** ([`Layout`]). A fingerprint is a value in `1..=Φ` with `Φ = 16·K·2^b − 1`
+//!   (0 marks an empty slot); a tag is a value in `0..M`. Neither `Φ + 1` nor `M` need be a power of
+//!   two, so the fingerprint alphabet can sit just above what ε needs and the tag alphabet just
+//!   above the `c + 1` live generations.
+//! * **Bucket code.** A bucket's 4 slots are stored as one *head* plus `b` raw fingerprint bits per
+//!   slot. The head's low 12 bits are the semi-sorting code `s` (Fan et al., "Cuckoo Filter", §5.2:
+//!   the bucket is kept sorted by the low 4 fingerprint bits, whose sorted 4-tuple is one of
+//!   `C(19, 4) = 3876` values); above them sits the mixed-radix number `Σ_j d_j R^j` of the slots'
+//!   digits `d_j = k_j · M + t_j` (radix `R = K·M`), each joining a tag `t_j` with the
+//!   fingerprint's top digit `k_j < K`. A bucket thus costs `12 + ⌈4 log2(K M)⌉ + 4b` bits. Digits
+//!   come out by division by the constants `R` and `R^2` (multiply and shift) and a table of
+//!   `(k, t)` per digit; a query decodes a digit only for a slot whose nibble matches.
+//! * **Buckets and alternates.** A fingerprint `fp` lives in one of two buckets of [`SLOTS`]
+//!   slots. The first is `lo mod B`; the alternate of bucket `b` is `(t(fp) − b) mod B` with
+//!   `t(fp) = mix64(fp ⊕ c) mod B`. The map is an involution for every `B` (not only powers of
+//!   two), so an entry can be relocated from its bucket and fingerprint alone (partial-key cuckoo
+//!   hashing) and the table can have exactly the size it needs.
 //! * **Lazy deletion (§2.4, §2.6).** A slot whose tag is not live counts as empty: insertions
 //!   overwrite it, lookups ignore it. Expired entries therefore never block an insertion.
 //! * **Resumable sweep (§2.5).** Each insertion also scans a fixed number of buckets from a saved
@@ -35,14 +42,103 @@ const MAX_KICKS: u32 = 500;
 /// Bits one stash entry is charged in [`Table::memory_bits`] (bucket, fingerprint and tag words).
 const STASH_BITS: u64 = 128;
 const ALT: u64 = 0x5851_f42d_4c95_7f2d;
-/// Low fingerprint bits of a slot that the bucket code holds.
+/// Low fingerprint bits of a slot that the semi-sorting code holds.
 const NIBBLE: u32 = 4;
-/// Sorted 4-tuples of nibbles, `C(16 + 4 − 1, 4)`: the codes of a bucket.
+/// Sorted 4-tuples of nibbles, `C(16 + 4 − 1, 4)`: the semi-sorting codes of a bucket.
 const CODES: u64 = 3876;
-/// Bits of a bucket code.
+/// Bits of the semi-sorting code at the bottom of a head.
 const CODE_BITS: u32 = 12;
-/// Fingerprint bits a semi-sorted slot needs: the nibble and at least one more.
-pub(crate) const MIN_FP_BITS: u32 = NIBBLE + 1;
+/// Largest radix `K` of a fingerprint's top digit.
+pub(crate) const MAX_RADIX: u32 = 15;
+/// Largest tag alphabet: live tags are a `u64` bit set.
+pub(crate) const MAX_TAGS: u32 = 64;
+/// Widest fingerprint value, in bits.
+pub(crate) const MAX_FP_BITS: u32 = 26;
+/// Where the tag sits in an unpacked slot value `fp | tag << TAG_SHIFT`.
+const TAG_SHIFT: u32 = 32;
+const FP_MASK: u64 = (1 << TAG_SHIFT) - 1;
+
+/// How a table codes its slots: fingerprints `1..=16·K·2^b − 1`, tags `0..M`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Layout {
+    /// `K`: the radix of a fingerprint's top digit, coded jointly per bucket.
+    pub(crate) radix: u32,
+    /// `b`: fingerprint bits stored raw per slot, between the nibble and the top digit.
+    pub(crate) low_bits: u32,
+    /// `M`: tag values; tags count generations modulo `M`.
+    pub(crate) tags: u32,
+}
+
+impl Layout {
+    /// `Φ`: the non-zero fingerprint values.
+    pub(crate) fn fingerprints(self) -> u64 {
+        ((16 * u64::from(self.radix)) << self.low_bits) - 1
+    }
+
+    /// `R = K·M`: the radix of a slot's digit in the head.
+    fn digit_radix(self) -> u64 {
+        u64::from(self.radix) * u64::from(self.tags)
+    }
+
+    /// `R^4`: the values of a head above its semi-sorting code.
+    fn digit_states(self) -> u64 {
+        self.digit_radix().pow(SLOTS as u32)
+    }
+
+    /// Bits of a bucket head: `12 + ⌈log2 R^4⌉`.
+    fn head_bits(self) -> u32 {
+        CODE_BITS + 64 - (self.digit_states() - 1).leading_zeros()
+    }
+
+    /// Bits of a bucket: its head and the raw fingerprint bits of its slots.
+    pub(crate) fn bucket_bits(self) -> u32 {
+        self.head_bits() + SLOTS as u32 * self.low_bits
+    }
+
+    /// Refuses a layout whose alphabets are empty or too large for the packed form.
+    pub(crate) fn check(self) -> Result<()> {
+        let ok = (1..=MAX_RADIX).contains(&self.radix)
+            && self.low_bits <= MAX_FP_BITS - NIBBLE
+            && (2..=MAX_TAGS).contains(&self.tags)
+            && self.fingerprints() < 1 << MAX_FP_BITS;
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::invalid(
+                "layout",
+                format!("{self:?}: fingerprint or tag alphabet out of range"),
+            ))
+        }
+    }
+}
+
+/// Division by a fixed divisor `d ≥ 2` through one multiplication, exact for dividends `a` with
+/// `a·d < 2^64`: with `m = ⌊2^64/d⌋ + 1`, `a·m / 2^64 = a/d + a·e` for some `0 < e ≤ 2^-64`, and
+/// `a·e < 1/d` keeps the floor at `⌊a/d⌋` (the round-up method of Lemire, Kaser and Kurz,
+/// "Faster remainder by direct computation", 2019). Branch-free.
+#[derive(Debug, Clone, Copy)]
+struct Radix {
+    d: u64,
+    m: u64,
+}
+
+impl Radix {
+    fn new(d: u64) -> Self {
+        debug_assert!(d >= 2);
+        Radix {
+            d,
+            m: (u64::MAX / d).wrapping_add(1 + u64::from(u64::MAX % d == d - 1)),
+        }
+    }
+
+    /// `(a / d, a % d)`, for `a·d < 2^64`.
+    #[inline]
+    fn div_rem(self, a: u64) -> (u64, u64) {
+        debug_assert!(u128::from(a) * u128::from(self.d) < 1 << 64);
+        let q = ((u128::from(a) * u128::from(self.m)) >> 64) as u64;
+        (q, a - q * self.d)
+    }
+}
 
 /// The two tables of semi-sorting: code → sorted nibbles (4 bits each, lowest first), and sorted
 /// nibbles → code.
@@ -95,13 +191,17 @@ struct Stashed {
 #[serde(try_from = "TableRepr", into = "TableRepr")]
 pub(crate) struct Table {
     buckets: FastMod,
-    fp_bits: u32,
-    tag_bits: u32,
+    layout: Layout,
     fps: FastMod,
-    /// One 12-bit semi-sorting code per bucket.
-    codes: Packed,
-    /// Slot values without their low nibble, `f + g − 4` bits each, in bucket order.
-    rest: Packed,
+    /// Division by `R = K·M` and by `R^2`, and each digit's `(top, tag)` as `top << 8 | tag`;
+    /// derived from the layout.
+    radix: Radix,
+    square: Radix,
+    split: Vec<u16>,
+    /// One head per bucket: semi-sorting code, top fingerprint digits and tags.
+    heads: Packed,
+    /// The `b` raw fingerprint bits of each slot, in bucket order.
+    low: Packed,
     stash: Vec<Stashed>,
     cursor: u64,
     sweep: u64,
@@ -112,14 +212,13 @@ pub(crate) struct Table {
     live: u64,
 }
 
-/// The serialized form: everything but the derived counts.
+/// The serialized form: everything but the derived divisors and counts.
 #[derive(Serialize, Deserialize)]
 struct TableRepr {
     buckets: u64,
-    fp_bits: u32,
-    tag_bits: u32,
-    codes: Packed,
-    rest: Packed,
+    layout: Layout,
+    heads: Packed,
+    low: Packed,
     stash: Vec<Stashed>,
     cursor: u64,
     sweep: u64,
@@ -130,10 +229,9 @@ impl From<Table> for TableRepr {
     fn from(t: Table) -> Self {
         TableRepr {
             buckets: t.buckets.divisor(),
-            fp_bits: t.fp_bits,
-            tag_bits: t.tag_bits,
-            codes: t.codes,
-            rest: t.rest,
+            layout: t.layout,
+            heads: t.heads,
+            low: t.low,
             stash: t.stash,
             cursor: t.cursor,
             sweep: t.sweep,
@@ -145,17 +243,17 @@ impl From<Table> for TableRepr {
 impl TryFrom<TableRepr> for Table {
     type Error = Error;
     fn try_from(r: TableRepr) -> Result<Self> {
-        let mut t = Table::shell(r.buckets, r.fp_bits, r.tag_bits, r.sweep, r.rng)?;
-        if r.codes.width() != CODE_BITS || r.codes.len() != t.codes.len() {
+        let mut t = Table::shell(r.buckets, r.layout, r.sweep, r.rng)?;
+        if r.heads.width() != t.heads.width() || r.heads.len() != t.heads.len() {
             return Err(Error::invalid(
                 "table",
-                "bucket codes do not fit the bucket count",
+                "bucket heads do not fit the bucket count and layout",
             ));
         }
-        if r.rest.width() != t.rest.width() || r.rest.len() != t.rest.len() {
+        if r.low.width() != t.low.width() || r.low.len() != t.low.len() {
             return Err(Error::invalid(
                 "table",
-                "slots do not fit the bucket count and widths",
+                "slots do not fit the bucket count and layout",
             ));
         }
         if r.cursor >= r.buckets || r.rng == 0 {
@@ -164,14 +262,18 @@ impl TryFrom<TableRepr> for Table {
                 "sweep cursor or relocation state out of range",
             ));
         }
-        if (0..r.codes.len()).any(|b| r.codes.get(b) >= CODES) {
+        let states = t.layout.digit_states();
+        if (0..r.heads.len()).any(|b| {
+            let head = r.heads.get(b);
+            head & ((1 << CODE_BITS) - 1) >= CODES || head >> CODE_BITS >= states
+        }) {
             return Err(Error::invalid("table", "a bucket code is out of range"));
         }
-        t.codes = r.codes;
-        t.rest = r.rest;
+        t.heads = r.heads;
+        t.low = r.low;
         for b in 0..r.buckets {
             let e = t.bucket(b);
-            if e.iter().any(|&v| v != 0 && v & t.fp_mask() == 0) {
+            if e.iter().any(|&v| v != 0 && v & FP_MASK == 0) {
                 return Err(Error::invalid(
                     "table",
                     "a slot has a tag but no fingerprint",
@@ -188,8 +290,8 @@ impl TryFrom<TableRepr> for Table {
         for s in &r.stash {
             if s.bucket >= r.buckets
                 || s.fp == 0
-                || s.fp > t.fp_mask()
-                || s.tag as usize >= t.counts.len()
+                || s.fp > t.layout.fingerprints()
+                || s.tag >= t.layout.tags
             {
                 return Err(Error::invalid("table", "a stash entry is out of range"));
             }
@@ -201,43 +303,42 @@ impl TryFrom<TableRepr> for Table {
 }
 
 impl Table {
-    /// An empty table of `buckets` buckets; `sweep` buckets are scanned per insertion.
-    pub(crate) fn new(
-        buckets: u64,
-        fp_bits: u32,
-        tag_bits: u32,
-        sweep: u64,
-        seed: u64,
-    ) -> Result<Self> {
-        Table::shell(buckets, fp_bits, tag_bits, sweep, mix64(seed ^ ALT) | 1)
+    /// An empty table of `buckets` buckets coded as `layout`; `sweep` buckets are scanned per
+    /// insertion.
+    pub(crate) fn new(buckets: u64, layout: Layout, sweep: u64, seed: u64) -> Result<Self> {
+        Table::shell(buckets, layout, sweep, mix64(seed ^ ALT) | 1)
     }
 
-    fn shell(buckets: u64, fp_bits: u32, tag_bits: u32, sweep: u64, rng: u64) -> Result<Self> {
-        if !(MIN_FP_BITS..=26).contains(&fp_bits) || !(1..=6).contains(&tag_bits) || sweep == 0 {
-            return Err(Error::invalid(
-                "table",
-                "fingerprint, tag or sweep width out of range",
-            ));
+    fn shell(buckets: u64, layout: Layout, sweep: u64, rng: u64) -> Result<Self> {
+        layout.check()?;
+        if sweep == 0 {
+            return Err(Error::invalid("table", "the sweep must scan a bucket"));
         }
         let b =
             FastMod::new(buckets).ok_or_else(|| Error::invalid("buckets", "must be positive"))?;
         let slots_len = buckets
             .checked_mul(SLOTS)
             .ok_or(Error::OutOfMemory { bits: u64::MAX })?;
-        let fps = FastMod::new((1 << fp_bits) - 1)
-            .ok_or_else(|| Error::invalid("fp_bits", "must be at least 2"))?;
+        let fps = FastMod::new(layout.fingerprints())
+            .ok_or_else(|| Error::invalid("layout", "no fingerprint values"))?;
         Ok(Table {
             buckets: b,
-            fp_bits,
-            tag_bits,
+            layout,
             fps,
-            codes: Packed::new(CODE_BITS, buckets)?,
-            rest: Packed::new(fp_bits + tag_bits - NIBBLE, slots_len)?,
+            radix: Radix::new(layout.digit_radix()),
+            square: Radix::new(layout.digit_radix().pow(2)),
+            split: (0..layout.digit_radix())
+                .map(|d| {
+                    (((d / u64::from(layout.tags)) << 8) | (d % u64::from(layout.tags))) as u16
+                })
+                .collect(),
+            heads: Packed::new(layout.head_bits(), buckets)?,
+            low: Packed::new(layout.low_bits, slots_len)?,
             stash: Vec::new(),
             cursor: 0,
             sweep,
             rng,
-            counts: vec![0; 1 << tag_bits],
+            counts: vec![0; layout.tags as usize],
             live: 0,
         })
     }
@@ -249,7 +350,7 @@ impl Table {
 
     /// Live entries the table may hold before it is full (`LOAD` of its slots).
     pub(crate) fn capacity(&self) -> u64 {
-        (self.rest.len() as f64 * LOAD) as u64
+        (self.low.len() as f64 * LOAD) as u64
     }
 
     /// Stored entries with a live tag (as of the last [`Table::recount`] and since).
@@ -267,47 +368,79 @@ impl Table {
         self.stash.len()
     }
 
-    /// Fingerprint width and tag width, in bits.
-    pub(crate) fn widths(&self) -> (u32, u32) {
-        (self.fp_bits, self.tag_bits)
+    /// How the slots are coded.
+    pub(crate) fn layout(&self) -> Layout {
+        self.layout
     }
 
-    /// Memory of the bucket codes, the slots and the stash, in bits.
+    /// Memory of the bucket heads, the raw fingerprint bits and the stash, in bits.
     pub(crate) fn memory_bits(&self) -> u64 {
-        self.codes.memory_bits() + self.rest.memory_bits() + self.stash.len() as u64 * STASH_BITS
+        self.heads.memory_bits() + self.low.memory_bits() + self.stash.len() as u64 * STASH_BITS
     }
 
-    /// The slot values (`fp | tag << f`, 0 for empty) of bucket `b`, in stored order.
+    /// The digits `d_0..d_3` of a head without its semi-sorting code.
+    #[inline]
+    fn digits(&self, x: u64) -> [u64; SLOTS as usize] {
+        // x < R^4 ≤ 960^4, so every dividend times its divisor is below R^6 < 2^60.
+        let (high, low) = self.square.div_rem(x);
+        let (d1, d0) = self.radix.div_rem(low);
+        let (d3, d2) = self.radix.div_rem(high);
+        [d0, d1, d2, d3]
+    }
+
+    /// The semi-sorted nibbles of a head (4 bits each, lowest first).
+    #[inline]
+    fn nibbles(head: u64) -> u64 {
+        u64::from(codec().decode[(head & ((1 << CODE_BITS) - 1)) as usize])
+    }
+
+    /// Slot `j` of bucket `b` as `fp | tag << TAG_SHIFT`, from the bucket's nibbles and its digit.
+    #[inline]
+    fn slot(&self, b: u64, j: usize, nibbles: u64, digit: u64) -> u64 {
+        let split = u64::from(self.split[digit as usize]);
+        let (top, tag) = (split >> 8, split & 0xff);
+        let high = top << self.layout.low_bits | self.low.get(b * SLOTS + j as u64);
+        (nibbles >> (NIBBLE * j as u32)) & 0xf | high << NIBBLE | tag << TAG_SHIFT
+    }
+
+    /// The slot values (`fp | tag << TAG_SHIFT`, 0 for empty) of bucket `b`, in stored order.
     #[inline]
     fn bucket(&self, b: u64) -> [u64; SLOTS as usize] {
-        let nibbles = u64::from(codec().decode[self.codes.get(b) as usize]);
-        std::array::from_fn(|j| {
-            (nibbles >> (NIBBLE * j as u32)) & 0xf | self.rest.get(b * SLOTS + j as u64) << NIBBLE
-        })
+        let head = self.heads.get(b);
+        let nibbles = Self::nibbles(head);
+        let [d0, d1, d2, d3] = self.digits(head >> CODE_BITS);
+        [
+            self.slot(b, 0, nibbles, d0),
+            self.slot(b, 1, nibbles, d1),
+            self.slot(b, 2, nibbles, d2),
+            self.slot(b, 3, nibbles, d3),
+        ]
     }
 
     /// Stores bucket `b`, sorted by nibble (then by the rest, so the form is canonical).
     #[inline]
     fn set_bucket(&mut self, b: u64, mut e: [u64; SLOTS as usize]) {
-        e.sort_unstable_by_key(|&v| sort_key(v));
-        let nibbles = e
-            .iter()
-            .enumerate()
-            .fold(0, |p, (j, &v)| p | (v & 0xf) << (NIBBLE * j as u32));
-        self.codes
-            .set(b, u64::from(codec().encode[nibbles as usize]));
-        for (j, &v) in e.iter().enumerate() {
-            self.rest.set(b * SLOTS + j as u64, v >> NIBBLE);
+        for (i, j) in [(0, 1), (2, 3), (0, 2), (1, 3), (1, 2)] {
+            if sort_key(e[i]) > sort_key(e[j]) {
+                e.swap(i, j);
+            }
         }
-    }
-
-    #[inline]
-    fn fp_mask(&self) -> u64 {
-        (1 << self.fp_bits) - 1
+        let (low_bits, tags) = (self.layout.low_bits, u64::from(self.layout.tags));
+        let radix = self.radix.d;
+        let (mut nibbles, mut x) = (0, 0);
+        for (j, &v) in e.iter().enumerate().rev() {
+            nibbles |= (v & 0xf) << (NIBBLE * j as u32);
+            let high = (v & FP_MASK) >> NIBBLE;
+            self.low
+                .set(b * SLOTS + j as u64, high & ((1 << low_bits) - 1));
+            x = x * radix + (high >> low_bits) * tags + (v >> TAG_SHIFT);
+        }
+        let code = u64::from(codec().encode[nibbles as usize]);
+        self.heads.set(b, code | x << CODE_BITS);
     }
 
     /// The first bucket and the fingerprint of a key hash (`lo` picks the bucket, `hi` the
-    /// fingerprint, uniform over `1..2^f`).
+    /// fingerprint, uniform over `1..=Φ`).
     #[inline]
     pub(crate) fn locate(&self, lo: u64, hi: u64) -> (u64, u64) {
         (self.buckets.reduce(lo), 1 + self.fps.reduce(hi))
@@ -325,21 +458,35 @@ impl Table {
     }
 
     #[inline]
-    fn is_live(&self, v: u64, mask: u64) -> bool {
-        v != 0 && (mask >> (v >> self.fp_bits)) & 1 == 1
+    fn is_live(v: u64, mask: u64) -> bool {
+        v != 0 && (mask >> (v >> TAG_SHIFT)) & 1 == 1
     }
 
-    /// The position in bucket `b` of a live entry with fingerprint `fp`; reads only the slots whose
-    /// nibble matches `fp`'s.
+    /// The position in bucket `b` of a live entry with fingerprint `fp`; decodes the digits only
+    /// when a nibble matches `fp`'s.
     #[inline]
     fn find(&self, b: u64, fp: u64, mask: u64) -> Option<usize> {
-        let nibbles = u64::from(codec().decode[self.codes.get(b) as usize]);
-        (0..SLOTS as usize).find(|&j| {
-            (nibbles >> (NIBBLE * j as u32)) & 0xf == fp & 0xf && {
-                let v = fp & 0xf | self.rest.get(b * SLOTS + j as u64) << NIBBLE;
-                v & self.fp_mask() == fp && self.is_live(v, mask)
+        let head = self.heads.get(b);
+        let nibbles = Self::nibbles(head);
+        // Bit 4j + 3 is set when nibble j equals fp's (SWAR zero-nibble test; a borrow may also
+        // flag a nibble above a matching one, which the full comparison below rejects).
+        let x = nibbles ^ ((fp & 0xf) * 0x1111);
+        let mut hits = x.wrapping_sub(0x1111) & !x & 0x8888;
+        if hits == 0 {
+            return None;
+        }
+        let (high, low) = self.square.div_rem(head >> CODE_BITS);
+        while hits != 0 {
+            let j = (hits.trailing_zeros() / NIBBLE) as usize;
+            hits &= hits - 1;
+            let (q, r) = self.radix.div_rem(if j < 2 { low } else { high });
+            let digit = if j.is_multiple_of(2) { r } else { q };
+            let v = self.slot(b, j, nibbles, digit);
+            if v & FP_MASK == fp && Self::is_live(v, mask) {
+                return Some(j);
             }
-        })
+        }
+        None
     }
 
     /// Whether a live entry with fingerprint `fp` sits in bucket `b1` or its alternate.
@@ -373,26 +520,33 @@ impl Table {
         }
         self.counts[tag as usize] += 1;
         self.live += 1;
-        let mut entry = fp | u64::from(tag) << self.fp_bits;
-        if self.place(b1, entry, mask) || self.place(b2, entry, mask) {
+        let mut entry = fp | u64::from(tag) << TAG_SHIFT;
+        let Some(e1) = self.place(b1, entry, mask) else {
             return Placed::Stored;
-        }
-        let mut b = if self.next_rng() & 1 == 0 { b1 } else { b2 };
+        };
+        let Some(e2) = self.place(b2, entry, mask) else {
+            return Placed::Stored;
+        };
+        let (mut b, mut e) = if self.next_rng() & 1 == 0 {
+            (b1, e1)
+        } else {
+            (b2, e2)
+        };
         for _ in 0..MAX_KICKS {
             let j = (self.next_rng() % SLOTS) as usize;
-            let mut e = self.bucket(b);
             let victim = std::mem::replace(&mut e[j], entry);
             self.set_bucket(b, e);
             entry = victim;
-            b = self.alt(b, entry & self.fp_mask());
-            if self.place(b, entry, mask) {
-                return Placed::Stored;
+            b = self.alt(b, entry & FP_MASK);
+            match self.place(b, entry, mask) {
+                None => return Placed::Stored,
+                Some(full) => e = full,
             }
         }
         self.stash.push(Stashed {
             bucket: b,
-            fp: entry & self.fp_mask(),
-            tag: (entry >> self.fp_bits) as u32,
+            fp: entry & FP_MASK,
+            tag: (entry >> TAG_SHIFT) as u32,
         });
         Placed::Stashed
     }
@@ -402,31 +556,33 @@ impl Table {
             return false;
         };
         let mut e = self.bucket(b);
-        let old = (e[j] >> self.fp_bits) as u32;
+        let old = (e[j] >> TAG_SHIFT) as u32;
         if old != tag {
             self.counts[old as usize] -= 1;
             self.counts[tag as usize] += 1;
-            e[j] = fp | u64::from(tag) << self.fp_bits;
+            e[j] = fp | u64::from(tag) << TAG_SHIFT;
             self.set_bucket(b, e);
         }
         true
     }
 
-    /// Puts `entry` into an empty or expired slot of bucket `b` (lazy deletion of the latter).
-    fn place(&mut self, b: u64, entry: u64, mask: u64) -> bool {
+    /// Puts `entry` into an empty or expired slot of bucket `b` (lazy deletion of the latter);
+    /// when every slot is live, leaves the bucket as it is and returns its slots, so a cuckoo
+    /// relocation need not decode it again.
+    fn place(&mut self, b: u64, entry: u64, mask: u64) -> Option<[u64; SLOTS as usize]> {
         let mut e = self.bucket(b);
         for j in 0..e.len() {
             let v = e[j];
-            if v == 0 || !self.is_live(v, mask) {
+            if !Self::is_live(v, mask) {
                 if v != 0 {
-                    self.counts[(v >> self.fp_bits) as usize] -= 1;
+                    self.counts[(v >> TAG_SHIFT) as usize] -= 1;
                 }
                 e[j] = entry;
                 self.set_bucket(b, e);
-                return true;
+                return None;
             }
         }
-        false
+        Some(e)
     }
 
     /// One step of the deamortized sweep (§2.5): clears expired slots in the next `sweep` buckets
@@ -438,8 +594,8 @@ impl Table {
             let mut e = self.bucket(b);
             let mut changed = false;
             for v in &mut e {
-                if *v != 0 && !self.is_live(*v, mask) {
-                    self.counts[(*v >> self.fp_bits) as usize] -= 1;
+                if *v != 0 && !Self::is_live(*v, mask) {
+                    self.counts[(*v >> TAG_SHIFT) as usize] -= 1;
                     *v = 0;
                     changed = true;
                 }
@@ -475,7 +631,7 @@ impl Table {
             let mut e = self.bucket(b);
             let mut changed = false;
             for v in &mut e {
-                if *v != 0 && (*v >> self.fp_bits) as u32 == tag {
+                if *v != 0 && (*v >> TAG_SHIFT) as u32 == tag {
                     *v = 0;
                     changed = true;
                 }
@@ -498,8 +654,8 @@ impl Table {
 
     /// Empties the table.
     pub(crate) fn clear(&mut self) {
-        self.codes.clear();
-        self.rest.clear();
+        self.heads.clear();
+        self.low.clear();
         self.stash.clear();
         self.counts.fill(0);
         self.live = 0;
@@ -511,7 +667,7 @@ impl Table {
         for b in 0..self.buckets.divisor() {
             for v in self.bucket(b) {
                 if v != 0 {
-                    self.counts[(v >> self.fp_bits) as usize] += 1;
+                    self.counts[(v >> TAG_SHIFT) as usize] += 1;
                 }
             }
         }
@@ -550,10 +706,19 @@ mod tests {
 
     const ALL: u64 = u64::MAX;
 
+    /// A power-of-two layout: `f`-bit fingerprints, `2^g` tags.
+    fn pow2(f: u32, g: u32) -> Layout {
+        Layout {
+            radix: 1,
+            low_bits: f - NIBBLE,
+            tags: 1 << g,
+        }
+    }
+
     #[test]
     fn alternate_is_an_involution_for_any_size() {
         for buckets in [1u64, 2, 3, 7, 100, 1001] {
-            let t = Table::new(buckets, 10, 3, 1, 1).unwrap();
+            let t = Table::new(buckets, pow2(10, 3), 1, 1).unwrap();
             for fp in 1..200 {
                 for b in 0..buckets.min(50) {
                     let a = t.alt(b, fp);
@@ -567,7 +732,7 @@ mod tests {
     #[test]
     fn overfull_table_stashes_instead_of_losing() {
         // 8 buckets = 32 slots, 40 entries: some must go to the stash, none may be lost.
-        let mut t = Table::new(8, 12, 3, 1, 9).unwrap();
+        let mut t = Table::new(8, pow2(12, 3), 1, 9).unwrap();
         let keys: Vec<(u64, u64)> = (0..40u64)
             .map(|k| t.locate(mix64(k), mix64(k ^ 77)))
             .collect();
@@ -588,7 +753,7 @@ mod tests {
 
     #[test]
     fn expired_slots_are_reused_and_purged() {
-        let mut t = Table::new(4, 8, 2, 1, 3).unwrap();
+        let mut t = Table::new(4, pow2(8, 2), 1, 3).unwrap();
         for k in 0..15u64 {
             let (b, fp) = t.locate(mix64(k), mix64(k + 1000));
             t.insert(b, fp, 0, 0b0001);
@@ -608,7 +773,7 @@ mod tests {
 
     #[test]
     fn deserialize_rebuilds_counts_and_validates() {
-        let mut t = Table::new(16, 9, 3, 2, 5).unwrap();
+        let mut t = Table::new(16, pow2(9, 3), 2, 5).unwrap();
         for k in 0..30u64 {
             let (b, fp) = t.locate(mix64(k), mix64(!k));
             t.insert(b, fp, (k % 3) as u32, 0b111);
@@ -627,7 +792,6 @@ mod tests {
     fn codec_is_a_bijection_on_sorted_nibbles() {
         let c = codec();
         assert_eq!(c.decode.len() as u64, CODES);
-        const { assert!(CODES <= 1 << CODE_BITS) };
         for (i, &p) in c.decode.iter().enumerate() {
             let n: Vec<u16> = (0..4).map(|j| (p >> (4 * j)) & 0xf).collect();
             assert!(n.windows(2).all(|w| w[0] <= w[1]));
@@ -635,56 +799,205 @@ mod tests {
         }
     }
 
+    /// Every in-range head (code below 3876, digits below `R^4`) of two small layouts, one with
+    /// raw bits, under every raw-bit pattern: it decodes to a canonical bucket that encodes back
+    /// to it, or is refused on load (a tag without a fingerprint, or out of order); the accepted
+    /// ones are exactly the multisets of 4 slot values (`1 + Φ·M` of them, 0 being empty).
     #[test]
-    fn memory_saves_one_bit_per_slot() {
-        let t = Table::new(1_000, 10, 4, 1, 1).unwrap();
-        let exact = 1_000 * (CODE_BITS as u64 + SLOTS * (10 + 4 - u64::from(NIBBLE)));
-        assert_eq!(exact, 1_000 * SLOTS * (10 + 4 - 1));
-        assert!(t.memory_bits() >= exact && t.memory_bits() < exact + 128);
+    fn every_bucket_code_round_trips() {
+        for layout in [
+            Layout {
+                radix: 1,
+                low_bits: 0,
+                tags: 3,
+            },
+            Layout {
+                radix: 1,
+                low_bits: 1,
+                tags: 2,
+            },
+        ] {
+            let mut t = Table::new(1, layout, 1, 1).unwrap();
+            let states = layout.digit_states();
+            assert!(states > 1 << (layout.head_bits() - CODE_BITS - 1));
+            assert!(states <= 1 << (layout.head_bits() - CODE_BITS));
+            let mut valid = 0u64;
+            for low in 0..1u64 << (4 * layout.low_bits) {
+                for j in 0..4 {
+                    t.low.set(
+                        j,
+                        (low >> (j as u32 * layout.low_bits)) & ((1 << layout.low_bits) - 1),
+                    );
+                }
+                for head in (0..states).flat_map(|x| (0..CODES).map(move |s| s | x << CODE_BITS)) {
+                    t.heads.set(0, head);
+                    let e = t.bucket(0);
+                    if e.iter().any(|&v| v != 0 && v & FP_MASK == 0) || !is_sorted(&e) {
+                        continue;
+                    }
+                    assert!(e.iter().all(|&v| v & FP_MASK <= layout.fingerprints()
+                        && v >> TAG_SHIFT < u64::from(layout.tags)));
+                    valid += 1;
+                    t.set_bucket(0, e);
+                    assert_eq!((t.heads.get(0), t.bucket(0)), (head, e));
+                }
+            }
+            let n = 1 + layout.fingerprints() * u64::from(layout.tags);
+            assert_eq!(valid, (n + 3) * (n + 2) * (n + 1) * n / 24, "{layout:?}");
+        }
+    }
+
+    #[test]
+    fn radix_division_is_exact() {
+        for d in [
+            2u64,
+            3,
+            7,
+            15,
+            45,
+            255,
+            960,
+            960 * 960,
+            1 << 20,
+            (1 << 32) - 1,
+        ] {
+            let r = Radix::new(d);
+            // Every dividend allowed: a·d < 2^64.
+            let max = u64::MAX / d;
+            let mut cases = vec![0, 1, d - 1, d, d + 1, max - d, max - 1, max];
+            cases.extend((0..2000).map(|k| mix64(k ^ d) % (max + 1)));
+            cases.extend((0..2000).map(|k| (mix64(k) % (max / d + 1)) * d));
+            for a in cases {
+                assert!(u128::from(a) * u128::from(d) < 1 << 64);
+                assert_eq!(r.div_rem(a), (a / d, a % d), "{a} / {d}");
+            }
+        }
+    }
+
+    #[test]
+    fn layouts_are_checked_and_costed() {
+        // 16·5 − 1 fingerprints (ε = 0.1) and 9 tags: 12 + ⌈log2 45^4⌉ = 34 bits, no raw bits.
+        let l = Layout {
+            radix: 5,
+            low_bits: 0,
+            tags: 9,
+        };
+        assert_eq!(
+            (l.fingerprints(), l.head_bits(), l.bucket_bits()),
+            (79, 34, 34)
+        );
+        let t = Table::new(1_000, l, 1, 1).unwrap();
+        assert!(t.memory_bits() >= 34_000 && t.memory_bits() < 34_000 + 64);
+        // The power-of-two layout of the previous design costs its f + g − 1 bits per slot.
+        let p = pow2(10, 3);
+        assert_eq!(p.bucket_bits(), 4 * (10 + 3 - 1));
+        // The widest digits still give a head of at most one word.
+        let widest = Layout {
+            radix: MAX_RADIX,
+            low_bits: 0,
+            tags: MAX_TAGS,
+        };
+        assert!(widest.check().is_ok() && widest.head_bits() <= 64);
+        for bad in [
+            Layout {
+                radix: 0,
+                low_bits: 3,
+                tags: 8,
+            },
+            Layout {
+                radix: 16,
+                low_bits: 3,
+                tags: 8,
+            },
+            Layout {
+                radix: 1,
+                low_bits: 3,
+                tags: 1,
+            },
+            Layout {
+                radix: 1,
+                low_bits: 3,
+                tags: 65,
+            },
+            Layout {
+                radix: 15,
+                low_bits: 19,
+                tags: 8,
+            },
+        ] {
+            assert!(Table::new(4, bad, 1, 1).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
     fn deserialize_refuses_bad_codes_and_order() {
-        let mut t = Table::new(4, 9, 3, 1, 5).unwrap();
+        let layout = Layout {
+            radix: 3,
+            low_bits: 2,
+            tags: 7,
+        };
+        let mut t = Table::new(4, layout, 1, 5).unwrap();
         for k in 0..6u64 {
             let (b, fp) = t.locate(mix64(k), mix64(!k));
             t.insert(b, fp, 1, 0b10);
         }
         let v = serde_json::to_value(&t).unwrap();
         assert!(serde_json::from_value::<Table>(v.clone()).is_ok());
-        // Bucket 0's code is the low 12 bits of the first word.
-        let word = v["codes"]["words"][0].as_u64().unwrap();
-        let mut bad_code = v.clone();
-        bad_code["codes"]["words"][0] = serde_json::json!(word | 0xfff);
-        assert!(serde_json::from_value::<Table>(bad_code).is_err());
-        // All four nibbles 0 (code 0), slot 0 above slot 1 in the rest: not in canonical order.
+        // Bucket 0's head is the low 30 bits of the first word: a 12-bit semi-sorting code below
+        // 3876 and 18 bits of digits below 21^4. Either part past its range is refused.
+        let w = layout.head_bits();
+        assert_eq!(w, 30);
+        let word = v["heads"]["words"][0].as_u64().unwrap() & !((1 << w) - 1);
+        for head in [CODES, (1 << CODE_BITS) - 1, (1 << w) - (1 << CODE_BITS)] {
+            let mut bad_code = v.clone();
+            bad_code["heads"]["words"][0] = serde_json::json!(word | head);
+            let err = serde_json::from_value::<Table>(bad_code).unwrap_err();
+            assert!(err.to_string().contains("out of range"), "{err}");
+        }
+        // A slot with tag 1 but fingerprint 0 (nibble 0, top digit 0, raw bits 0).
+        let mut tag_only = t.clone();
+        tag_only.heads.set(0, 1 << CODE_BITS);
+        tag_only.low.set(0, 0);
+        let tag_only = serde_json::to_value(&tag_only).unwrap();
+        let err = serde_json::from_value::<Table>(tag_only).unwrap_err();
+        assert!(err.to_string().contains("no fingerprint"), "{err}");
+        // All four nibbles 0 (code 0), slot 0 above slot 1 in the raw bits: not canonical.
         let mut table = t.clone();
-        table.codes.set(0, 0);
+        let radix = layout.digit_radix();
+        table
+            .heads
+            .set(0, (1 + radix + radix * radix + radix.pow(3)) << CODE_BITS);
         for (j, r) in [3, 2, 2, 2].into_iter().enumerate() {
-            table.rest.set(j as u64, r);
+            table.low.set(j as u64, r);
         }
         let unsorted = serde_json::to_value(&table).unwrap();
         let err = serde_json::from_value::<Table>(unsorted).unwrap_err();
         assert!(err.to_string().contains("canonical order"), "{err}");
-        let mut narrow = v;
-        narrow["rest"]["width"] = serde_json::json!(7);
+        let mut narrow = v.clone();
+        narrow["low"]["width"] = serde_json::json!(1);
         assert!(serde_json::from_value::<Table>(narrow).is_err());
+        let mut other = v;
+        other["layout"]["tags"] = serde_json::json!(8);
+        assert!(serde_json::from_value::<Table>(other).is_err());
     }
 
     proptest! {
-        /// A bucket reads back as the sorted multiset it was given, whatever the widths.
+        /// A bucket reads back as the sorted multiset it was given, whatever the layout.
         #[test]
         fn buckets_round_trip(
-            fp_bits in MIN_FP_BITS..=26,
-            tag_bits in 1u32..=6,
+            radix in 1u32..=MAX_RADIX,
+            low_bits in 0u32..=22,
+            tags in 2u32..=MAX_TAGS,
             raw in proptest::array::uniform4(any::<u64>()),
             empty in proptest::array::uniform4(any::<bool>()),
         ) {
-            let mut t = Table::new(3, fp_bits, tag_bits, 1, 1).unwrap();
-            let fp_mask = (1u64 << fp_bits) - 1;
+            let layout = Layout { radix, low_bits, tags };
+            prop_assume!(layout.check().is_ok());
+            let mut t = Table::new(3, layout, 1, 1).unwrap();
             let e: [u64; 4] = std::array::from_fn(|j| {
-                let fp = (raw[j] & fp_mask).max(1);
-                if empty[j] { 0 } else { fp | ((raw[j] >> 40) % (1 << tag_bits)) << fp_bits }
+                let fp = 1 + raw[j] % layout.fingerprints();
+                let tag = (raw[j] >> 40) % u64::from(tags);
+                if empty[j] { 0 } else { fp | tag << TAG_SHIFT }
             });
             t.set_bucket(1, e);
             let mut want = e;
@@ -704,7 +1017,7 @@ mod tests {
         fn equal_nibbles_and_crowded_buckets(
             ops in proptest::collection::vec((0u64..3, 0u64..64, 0u64..2, any::<bool>()), 1..200),
         ) {
-            let mut t = Table::new(8, 12, 2, 1, 13).unwrap();
+            let mut t = Table::new(8, pow2(12, 2), 1, 13).unwrap();
             let mut present: Vec<(u64, u64, u32)> = Vec::new();
             let mut tag = 0u32;
             for &(b, high, low, next) in &ops {
@@ -731,7 +1044,7 @@ mod tests {
         /// sweep cycle leaves no expired entry behind.
         #[test]
         fn agrees_with_a_model(ops in proptest::collection::vec((0u64..500, any::<bool>()), 1..300)) {
-            let mut t = Table::new(64, 10, 2, 3, 11).unwrap();
+            let mut t = Table::new(64, pow2(10, 2), 3, 11).unwrap();
             let mut present: Vec<(u64, u64, u32)> = Vec::new();
             let mut tag = 0u32;
             for &(k, next) in &ops {
