@@ -525,11 +525,11 @@ fn fingerprint<'scope, D: ExchangeData>(
                         let fp = KeyHash::of_bytes(key(&d).as_slice(), config.seed()).lo;
                         if count {
                             let bytes = 8 + bincode::serialized_size(&d).unwrap_or(0);
-                            if u64::from(shard_of_fp(fp, config.shards())) % peers == me {
-                                home += bytes;
-                            } else {
-                                away += bytes;
-                            }
+                            // branch-free: the destination is a coin flip per record
+                            let shard = u64::from(shard_of_fp(fp, config.shards()));
+                            let mine = u64::from(shard % peers == me);
+                            home += bytes * mine;
+                            away += bytes * (1 - mine);
                         }
                         session.give((fp, d));
                     }
@@ -637,10 +637,8 @@ impl<D: ExchangeData> DecideState<D> {
     /// Buffers a batch of the open tick `t`, leaving `batch` empty.
     fn accept(&mut self, t: Tick, batch: &mut Vec<(u64, D)>) {
         if self.config.mode() == DedupMode::ByKey && self.peers > 1 {
-            let bytes: u64 = batch
-                .iter()
-                .map(|(_, d)| 8 + bincode::serialized_size(d).unwrap_or(0))
-                .sum();
+            // `(fingerprint, record)` pairs: bincode writes a vector as a u64 length and its items
+            let bytes = bincode::serialized_size(&*batch).map_or(0, |b| b.saturating_sub(8));
             if let Some(epoch) = self.epochs.get_mut(&self.config.epoch_of(t)) {
                 epoch.bytes_in += bytes;
             }
