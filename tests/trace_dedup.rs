@@ -152,6 +152,20 @@ fn two_processes_give_the_same_digest_as_one() {
     assert_eq!(r["digest"].as_str().unwrap(), single);
 }
 
+/// The blocked index layout: the digest is the same for 1 and 2 workers, and differs from the
+/// standard layout's (the bits are placed differently).
+#[test]
+fn blocked_index_layout_digest_is_independent_of_workers() {
+    let digest = |extra: &[&str]| {
+        let mut args = vec!["--synthetic", "20000", "--json", "--epoch", "10s"];
+        args.extend_from_slice(extra);
+        json(&run(&args))["digest"].as_str().unwrap().to_string()
+    };
+    let one = digest(&["--index-layout", "blocked"]);
+    assert_eq!(one, digest(&["--index-layout", "blocked", "-w", "2"]));
+    assert_ne!(one, digest(&["--index-layout", "standard"]));
+}
+
 #[test]
 fn default_input_runs_and_reports() {
     let r = json(&run(&[

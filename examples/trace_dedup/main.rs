@@ -16,6 +16,7 @@ mod plot;
 mod source;
 mod verify;
 
+use chronobloom::core::bloom::Layout;
 use chronobloom::core::temporal::{Pbf2, TimeRange};
 use chronobloom::operators::{DedupConfig, DedupMode, IndexConfig};
 use chronobloom::trace::FlowKey;
@@ -85,6 +86,10 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
         .partitions(last_tick / partition_len + 1)
         .bits(args.index_bits)
         .hashes(4)
+        .layout(match args.index_layout {
+            cli::IndexLayout::Standard => Layout::Standard,
+            cli::IndexLayout::Blocked => Layout::Blocked,
+        })
         .seed(args.seed)
         .build()?;
     let levels = Pbf2::levels_for(partition_len)?;
