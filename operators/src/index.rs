@@ -168,6 +168,8 @@ struct LocalState {
     buffered: u64,
     /// Refused announcements not reported yet.
     refused: u64,
+    /// Scratch space for a batch's key hashes.
+    hashes: Vec<KeyHash>,
 }
 
 impl LocalState {
@@ -186,6 +188,7 @@ impl LocalState {
             shipped: None,
             buffered: 0,
             refused: 0,
+            hashes: Vec::new(),
         }
     }
 
@@ -274,16 +277,18 @@ impl LocalState {
         let seed = self.config.seed();
         if direct {
             let local = t % self.config.partition_len();
+            let mut hashes = std::mem::take(&mut self.hashes);
+            hashes.clear();
+            hashes.extend(batch.drain(..).map(|key| KeyHash::of(&key, seed)));
             let inserted = match self.filter(p) {
                 Some(pbf) => {
-                    for key in batch.drain(..) {
-                        // The local tick is below the partition length, the PBF-2's horizon.
-                        let _ = pbf.insert_hash(KeyHash::of(&key, seed), local);
-                    }
+                    // The local tick is below the partition length, the PBF-2's horizon.
+                    let _ = pbf.insert_hashes(&hashes, local);
                     n
                 }
                 None => 0,
             };
+            self.hashes = hashes;
             batch.clear();
             if let Some(epoch) = self.open.get_mut(&e) {
                 epoch.stats.records += inserted;

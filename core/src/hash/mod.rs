@@ -57,6 +57,25 @@ pub struct KeyHash {
     pub hi: u64,
 }
 
+/// The key-independent half of step 3 for one bucket: `mix64(bucket ⊕ B1)` and
+/// `mix64(bucket ⊕ B2)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BucketMix {
+    lo: u64,
+    hi: u64,
+}
+
+impl BucketMix {
+    /// The mixes of `bucket`.
+    #[inline]
+    pub fn of(bucket: u64) -> Self {
+        BucketMix {
+            lo: mix64(bucket ^ B1),
+            hi: mix64(bucket ^ B2),
+        }
+    }
+}
+
 impl KeyHash {
     /// Hashes `key` with `seed` (steps 1 and 2).
     ///
@@ -85,9 +104,23 @@ impl KeyHash {
     /// The hash of the pair (key, `bucket`) (step 3): used for a key at a tick or time bucket.
     #[inline]
     pub fn at(self, bucket: u64) -> Self {
+        self.at_mixed(BucketMix::of(bucket))
+    }
+
+    /// [`Self::at`] with the bucket's half of the work done once ([`BucketMix::of`]), for many
+    /// keys in the same bucket.
+    ///
+    /// ```
+    /// use chronobloom_core::hash::{BucketMix, KeyHash};
+    /// let (a, b) = (KeyHash::of(&1u64, 0), KeyHash::of(&2u64, 0));
+    /// let m = BucketMix::of(77);
+    /// assert_eq!((a.at_mixed(m), b.at_mixed(m)), (a.at(77), b.at(77)));
+    /// ```
+    #[inline]
+    pub fn at_mixed(self, bucket: BucketMix) -> Self {
         KeyHash {
-            lo: mix64(self.lo ^ mix64(bucket ^ B1)),
-            hi: mix64(self.hi ^ mix64(bucket ^ B2)),
+            lo: mix64(self.lo ^ bucket.lo),
+            hi: mix64(self.hi ^ bucket.hi),
         }
     }
 

@@ -21,7 +21,7 @@
 use super::{dyadic_cover, Allocation, Answer, Block, TemporalFilter, Tick, TimeRange};
 use crate::bloom::{BloomFilter, Filter, FilterShape, Layout};
 use crate::error::{Error, Result};
-use crate::hash::KeyHash;
+use crate::hash::{BucketMix, KeyHash};
 use serde::{Deserialize, Serialize};
 
 /// The most levels a PBF-2 can have: granularities 2^0 ..= 2^63.
@@ -109,6 +109,55 @@ impl TryFrom<Pbf2Fields> for Pbf2 {
 }
 
 impl Pbf2 {
+    /// Inserts every key of `hashes` (hashed with this PBF-2's seed) at `tick`: the same bits as
+    /// [`TemporalFilter::insert_hash`] on each, with the key-independent half of each level's
+    /// bucket hashing ([`BucketMix`]) done once for all of them.
+    ///
+    /// ```
+    /// use chronobloom_core::hash::KeyHash;
+    /// use chronobloom_core::temporal::{Pbf2, TemporalFilter, TimeRange};
+    /// let mut p = Pbf2::uniform(64, 40_000, 4, 9).unwrap();
+    /// let keys: Vec<KeyHash> = (0..100u64).map(|k| KeyHash::of(&k, 9)).collect();
+    /// p.insert_hashes(&keys, 17).unwrap();
+    /// assert!((0..100u64).all(|k| p.query(&k, TimeRange::new(17, 17).unwrap())));
+    /// ```
+    pub fn insert_hashes(&mut self, hashes: &[KeyHash], tick: Tick) -> Result<()> {
+        self.admit(tick)?;
+        let mixes: Vec<(usize, BucketMix)> = self
+            .levels
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.is_some())
+            .map(|(level, _)| (level, BucketMix::of(tick >> level)))
+            .collect();
+        // Level by level: one level's bits (m / levels) are touched by every key in turn, in a
+        // tight loop whose misses overlap.
+        for &(level, mix) in &mixes {
+            if let Some(Some(f)) = self.levels.get_mut(level) {
+                for &hash in hashes {
+                    f.insert_hash(hash.at_mixed(mix));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that `tick` can be inserted, growing a dynamic PBF-2 to hold it.
+    fn admit(&mut self, tick: Tick) -> Result<()> {
+        match self.horizon {
+            Some(_) if tick < self.start => Err(Error::BeforeStart {
+                tick,
+                start: self.start,
+            }),
+            Some(_) if tick >= self.capacity() => Err(Error::BeyondHorizon {
+                tick,
+                horizon: self.capacity(),
+            }),
+            Some(_) => Ok(()),
+            None => self.grow_to(tick),
+        }
+    }
+
     /// The number of levels a static PBF-2 over ticks `0..horizon` has: ⌈log2 T⌉ + 1.
     pub fn levels_for(horizon: Tick) -> Result<u32> {
         if horizon == 0 {
@@ -423,22 +472,7 @@ impl TemporalFilter for Pbf2 {
     }
 
     fn insert_hash(&mut self, hash: KeyHash, tick: Tick) -> Result<()> {
-        match self.horizon {
-            Some(_) if tick < self.start => {
-                return Err(Error::BeforeStart {
-                    tick,
-                    start: self.start,
-                });
-            }
-            Some(_) if tick >= self.capacity() => {
-                return Err(Error::BeyondHorizon {
-                    tick,
-                    horizon: self.capacity(),
-                });
-            }
-            Some(_) => {}
-            None => self.grow_to(tick)?,
-        }
+        self.admit(tick)?;
         for (level, filter) in self.levels.iter_mut().enumerate() {
             if let Some(f) = filter {
                 f.insert_hash(hash.at(tick >> level));

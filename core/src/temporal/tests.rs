@@ -340,6 +340,46 @@ proptest! {
         assert_no_false_negatives(&f, &recs, &sp)?;
     }
 
+    /// Batch inserts at one tick set exactly the bits of one-by-one inserts: static (with
+    /// zero-bit levels) and dynamic, both layouts, dirty words included.
+    #[test]
+    fn pbf2_insert_hashes_equals_insert_hash(recs in records(512), zero in proptest::collection::vec(any::<bool>(), 10), seed in any::<u64>(), blocked in any::<bool>()) {
+        use crate::bloom::Layout;
+        use crate::hash::KeyHash;
+        let layout = if blocked { Layout::Blocked } else { Layout::Standard };
+        let shapes = zero.iter().map(|&z| if z { FilterShape { bits: 0, hashes: 0 } } else { FilterShape::new(2048, 3).unwrap() }).collect();
+        let alloc = Allocation::new(shapes).unwrap();
+        let statics = || Pbf2::with_layout(0, 512, &alloc, seed, layout).unwrap();
+        let dynamics = || Pbf2::dynamic_with_layout(FilterShape::new(2048, 3).unwrap(), seed, layout).unwrap();
+        for (mut one, mut batch) in [(statics(), statics()), (dynamics(), dynamics())] {
+            for l in 0..one.levels() {
+                if let (Some(a), Some(b)) = (one.level_mut(l), batch.level_mut(l)) {
+                    a.bits_mut().track_dirty();
+                    b.bits_mut().track_dirty();
+                }
+            }
+            let mut by_tick: std::collections::BTreeMap<u64, Vec<KeyHash>> = Default::default();
+            for &(k, t) in &recs {
+                one.insert_hash(KeyHash::of(&k, seed), t).unwrap();
+                by_tick.entry(t).or_default().push(KeyHash::of(&k, seed));
+            }
+            for (t, hashes) in &by_tick {
+                batch.insert_hashes(hashes, *t).unwrap();
+            }
+            prop_assert_eq!(one.levels(), batch.levels());
+            for l in 0..one.levels() {
+                match (one.level_mut(l), batch.level_mut(l)) {
+                    (Some(a), Some(b)) => {
+                        prop_assert_eq!(a.bits().words(), b.bits().words());
+                        prop_assert_eq!(a.bits_mut().drain_dirty(), b.bits_mut().drain_dirty());
+                    }
+                    (None, None) => {}
+                    _ => prop_assert!(false, "level {} differs in presence", l),
+                }
+            }
+        }
+    }
+
     #[test]
     fn pbf2_union_and_fold_no_false_negatives(recs in records(700), sp in spans(), seed in any::<u64>()) {
         let levels = Pbf2::levels_for(700).unwrap() as usize;
