@@ -120,13 +120,13 @@ impl LevelShard {
             .zip(run[lo - first..hi - first].chunks(BLOCK_WORDS))
             .enumerate()
         {
-            let before: u32 = dst.iter().map(|w| w.count_ones()).sum();
+            let mut added = 0;
             for (d, &w) in dst.iter_mut().zip(src) {
+                added += u64::from((w & !*d).count_ones());
                 *d |= w;
             }
-            let after: u32 = dst.iter().map(|w| w.count_ones()).sum();
-            if after != before {
-                ones += u64::from(after - before);
+            if added > 0 {
+                ones += added;
                 // `a` may not be block-aligned: mark every block the chunk touches.
                 let start = (a + block * BLOCK_WORDS) / BLOCK_WORDS;
                 let end = (a + block * BLOCK_WORDS + dst.len() - 1) / BLOCK_WORDS;

@@ -123,17 +123,11 @@ impl Pbf2 {
     /// ```
     pub fn insert_hashes(&mut self, hashes: &[KeyHash], tick: Tick) -> Result<()> {
         self.admit(tick)?;
-        let mixes: Vec<(usize, BucketMix)> = self
-            .levels
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.is_some())
-            .map(|(level, _)| (level, BucketMix::of(tick >> level)))
-            .collect();
         // Level by level: one level's bits (m / levels) are touched by every key in turn, in a
         // tight loop whose misses overlap.
-        for &(level, mix) in &mixes {
-            if let Some(Some(f)) = self.levels.get_mut(level) {
+        for (level, filter) in self.levels.iter_mut().enumerate() {
+            if let Some(f) = filter {
+                let mix = BucketMix::of(tick >> level);
                 for &hash in hashes {
                     f.insert_hash(hash.at_mixed(mix));
                 }
