@@ -8,6 +8,11 @@
 //! tick (record i of tick t goes to worker i mod n) and runs at most `LAG` epochs ahead of the
 //! slowest worker, so workers do not lock-step at every epoch. Real: `data/real.pcap` (fetch with
 //! `scripts/fetch-traces.sh`), source addresses at 10 ms ticks, 2 workers, when the file exists.
+//!
+//! Probes without the dataflow, for what bounds it: the memory floor (18 random cache-line
+//! read-modify-writes per record), the core PBF-2 insert per layout one key at a time and in
+//! 1,000-key batches at one tick, the per-level hashing alone, and how this machine's cores scale
+//! on independent CPU- and memory-bound threads.
 
 use chronobloom::operators::timely;
 use chronobloom::operators::{IndexConfig, Placement, TemporalIndex};
@@ -158,6 +163,8 @@ fn main() {
         report("synthetic", &cfg, workers, n, epochs, raw, r);
     }
     memory_floor(w.records().min(4_000_000));
+    core_insert(3_000_000);
+    core_scaling();
     match real_trace("data/real.pcap") {
         Ok(records) if !records.is_empty() => {
             let n = records.len() as u64;
@@ -229,4 +236,91 @@ fn memory_floor(records: u64) {
          \"records_per_sec\":{:.0},\"checksum\":{checksum}}}",
         1e9 / ns
     );
+}
+
+/// The core PBF-2 insert (T = 86,400, m = 5·10^7, k = 4, 1,000 keys per tick) per layout, one key
+/// at a time ([`TemporalFilter::insert_hash`]) and per tick ([`Pbf2::insert_hashes`]), and the
+/// 18 levels' bucket hashing and reduction alone.
+fn core_insert(keys: u64) {
+    use chronobloom_core::hash::{mix64, KeyHash};
+    use chronobloom_core::temporal::{Allocation, Pbf2, TemporalFilter};
+    const BATCH: usize = 1_000;
+    let hashes: Vec<KeyHash> = (0..keys)
+        .map(|i| KeyHash::of(&(mix64(i) % 10_000_000), 1))
+        .collect();
+    let tick = |i: usize| (i / BATCH) as u64 * BATCH as u64 * HORIZON / keys;
+    let alloc = Allocation::uniform(18, 50_000_000, 4).expect("valid allocation");
+    for layout in [Layout::Standard, Layout::Blocked] {
+        let empty = Pbf2::with_layout(0, HORIZON, &alloc.for_layout(layout), 1, layout)
+            .expect("valid PBF-2");
+        let mut one = empty.clone();
+        let start = Instant::now();
+        for (i, &h) in hashes.iter().enumerate() {
+            one.insert_hash(h, tick(i)).expect("tick below the horizon");
+        }
+        let single = start.elapsed().as_secs_f64() * 1e9 / keys as f64;
+        let mut batch = empty;
+        let start = Instant::now();
+        for (c, chunk) in hashes.chunks(BATCH).enumerate() {
+            batch
+                .insert_hashes(chunk, tick(c * BATCH))
+                .expect("tick below the horizon");
+        }
+        let batched = start.elapsed().as_secs_f64() * 1e9 / keys as f64;
+        assert!(one == batch, "batch and single inserts set the same bits");
+        println!(
+            "{{\"stream\":\"core_insert\",\"layout\":\"{layout:?}\",\"keys\":{keys},\
+             \"ns_per_key_single\":{single:.1},\"ns_per_key_batched\":{batched:.1}}}"
+        );
+    }
+    let start = Instant::now();
+    let mut acc = 0u64;
+    for (i, h) in hashes.iter().enumerate() {
+        for level in 0..18 {
+            let d = h.at(tick(i) >> level);
+            acc = acc.wrapping_add((d.lo % 154_321) ^ d.hi);
+        }
+    }
+    let ns = start.elapsed().as_secs_f64() * 1e9 / keys as f64;
+    println!(
+        "{{\"stream\":\"level_hashing\",\"keys\":{keys},\"ns_per_key\":{ns:.1},\"checksum\":{acc}}}"
+    );
+}
+
+/// How much work two threads do against one in the same time on this machine, for independent
+/// CPU-bound (hash chains) and memory-bound (random bit sets in 36 MB each) loops.
+fn core_scaling() {
+    use chronobloom_core::hash::mix64;
+    fn cpu(n: u64) -> u64 {
+        (0..n).fold(0, |a, i| mix64(a ^ i))
+    }
+    fn memory(n: u64) -> u64 {
+        let mut v = vec![0u64; 36_000_000 / 8];
+        for i in 0..n {
+            let h = mix64(i);
+            let w = (h % v.len() as u64) as usize;
+            v[w] |= 1 << (h >> 58);
+        }
+        v.iter().fold(0, |a, b| a ^ b)
+    }
+    let run = |threads: usize, f: fn(u64) -> u64, n: u64| {
+        let start = Instant::now();
+        let handles: Vec<_> = (0..threads)
+            .map(|_| std::thread::spawn(move || f(n)))
+            .collect();
+        for h in handles {
+            std::hint::black_box(h.join().expect("probe thread"));
+        }
+        start.elapsed().as_secs_f64()
+    };
+    for (name, f, n) in [
+        ("cpu", cpu as fn(u64) -> u64, 200_000_000),
+        ("memory", memory as fn(u64) -> u64, 30_000_000),
+    ] {
+        let (one, two) = (run(1, f, n), run(2, f, n));
+        println!(
+            "{{\"stream\":\"core_scaling\",\"bound\":\"{name}\",\"two_threads_vs_one\":{:.2}}}",
+            2.0 * one / two
+        );
+    }
 }
