@@ -21,6 +21,7 @@
 use chronobloom::core::hash::KeyHash;
 use chronobloom::operators::timely;
 use chronobloom::operators::{Dedup, DedupConfig, DedupMode};
+use chronobloom::synth::splitmix;
 use clap::{Parser, ValueEnum};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -78,14 +79,6 @@ enum Baseline {
     Pipeline,
     /// Exchange records by key hash, then count them.
     Exchange,
-}
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Totals gathered from every worker.

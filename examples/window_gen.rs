@@ -10,6 +10,7 @@
 //! silence, longer than a 10 s window. A fraction `repeat` of the records re-use an element seen
 //! in the last `rate * 10` records; the rest are new elements. Deterministic for a given seed.
 
+use chronobloom::synth::splitmix;
 use clap::{Parser, ValueEnum};
 use std::io::{BufWriter, Write};
 
@@ -39,14 +40,6 @@ struct Args {
     /// Seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-}
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 fn rate_at(mode: Mode, base: u64, second: u64) -> u64 {

@@ -181,3 +181,21 @@ impl Iterator for Synth {
         Some(Event { tick, client })
     }
 }
+
+/// One step of SplitMix64: advances `state` and returns the next pseudo-random word. The
+/// deterministic generator the examples and tests draw keys and ticks from.
+///
+/// ```
+/// let mut s = 0;
+/// let (a, b) = (chronobloom::synth::splitmix(&mut s), chronobloom::synth::splitmix(&mut s));
+/// assert_ne!(a, b);
+/// let mut again = 0;
+/// assert_eq!(chronobloom::synth::splitmix(&mut again), a);
+/// ```
+pub fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

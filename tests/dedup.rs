@@ -13,6 +13,7 @@
 use chronobloom::operators::dedup_stats::Slice;
 use chronobloom::operators::timely;
 use chronobloom::operators::{Dedup, DedupConfig, DedupMode, DedupStats};
+use chronobloom::synth::splitmix;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use timely::dataflow::operators::{Input, Inspect, Probe};
@@ -35,14 +36,6 @@ fn config(mode: DedupMode, expected: u64) -> DedupConfig {
         .mode(mode)
         .build()
         .unwrap()
-}
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// What one run produced: the passed records (sorted) and every worker's stats.

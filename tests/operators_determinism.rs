@@ -14,6 +14,7 @@ use chronobloom::operators::timely;
 use chronobloom::operators::{
     AllocationLag, IndexConfig, IndexConfigBuilder, Placement, TemporalIndex,
 };
+use chronobloom::synth::splitmix;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -65,14 +66,6 @@ fn plan() -> Plan {
 struct Workload {
     records: Vec<(u64, u64)>,
     queries: Vec<(u64, u64, TimeRange)>,
-}
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 fn workload() -> Workload {

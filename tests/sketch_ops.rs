@@ -13,6 +13,7 @@ use chronobloom::operators::timely;
 use chronobloom::operators::{
     AllocationReport, AllocationSource, Allocator, AllocatorConfig, IndexConfig, Lag, SketchStats,
 };
+use chronobloom::synth::splitmix;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -50,14 +51,6 @@ fn allocator_config(lag: Lag) -> AllocatorConfig {
 struct Workload {
     records: Vec<(u64, u64)>,
     queries: Vec<(u64, u64, TimeRange)>,
-}
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Records everywhere but partition 3 (silent) and past the horizon; short queries about the
