@@ -1,10 +1,12 @@
 //! Throughput of the temporal index with delta exchange and merge, and bytes moved per epoch by
 //! delta exchange versus shuffling the raw records. Prints one JSON object per run.
 //!
-//! `cargo bench --bench operators [-- PER_TICK [TICKS]]` — synthetic: u64 keys, T = 86,400 ticks
+//! `cargo bench --bench operators [-- PER_TICK [TICKS] [RUN...]]` — synthetic: u64 keys, T = 86,400 ticks
 //! (one partition), m = 5·10^7 bits, 4 hashes, epochs of 60 ticks, `PER_TICK` records per tick
 //! (default 100) over the first `TICKS` ticks (default 86,400), for both placements, both level
-//! layouts and 1 and 2 workers (digest off, plus one run per layout with it on). Each worker generates its own share of every
+//! layouts and 1 and 2 workers (digest off, plus one run per layout with it on); each `RUN` given
+//! keeps only the runs whose `placement/layout/workers/digest=bool` name contains it and the probes
+//! it names exactly (`memory_floor`, `core_insert`, `core_scaling`). Each worker generates its own share of every
 //! tick (record i of tick t goes to worker i mod n) and runs at most `LAG` epochs ahead of the
 //! slowest worker, so workers do not lock-step at every epoch. Real: `data/real.pcap` (fetch with
 //! `scripts/fetch-traces.sh`), source addresses at 10 ms ticks, 2 workers, when the file exists.
@@ -127,10 +129,11 @@ fn report(
 }
 
 fn main() {
-    let mut args = std::env::args()
+    let (numbers, names): (Vec<String>, Vec<String>) = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
-        .map(|a| a.parse::<u64>());
+        .partition(|a| a.parse::<u64>().is_ok());
+    let mut args = numbers.iter().map(|a| a.parse::<u64>());
     let w = Synthetic {
         per_tick: args.next().and_then(Result::ok).unwrap_or(100),
         ticks: args
@@ -153,6 +156,10 @@ fn main() {
         (Placement::Sharded, false, 1, Layout::Blocked),
         (Placement::Sharded, false, 2, Layout::Blocked),
     ] {
+        let name = format!("{placement:?}/{layout:?}/{workers}/digest={digest}");
+        if !names.is_empty() && !names.iter().any(|n| name.contains(n.as_str())) {
+            continue;
+        }
         let cfg = config(placement, digest, layout);
         let feed = move |me: usize, peers: usize, t: u64, send: &mut dyn FnMut(u64)| {
             for i in (me as u64..w.per_tick).step_by(peers) {
@@ -162,9 +169,19 @@ fn main() {
         let r = run(&cfg, workers, (0..w.ticks).collect(), feed);
         report("synthetic", &cfg, workers, n, epochs, raw, r);
     }
-    memory_floor(w.records().min(4_000_000));
-    core_insert(3_000_000);
-    core_scaling();
+    let probe = |name: &str| names.is_empty() || names.iter().any(|n| n == name);
+    if probe("memory_floor") {
+        memory_floor(w.records().min(4_000_000));
+    }
+    if probe("core_insert") {
+        core_insert(3_000_000);
+    }
+    if probe("core_scaling") {
+        core_scaling();
+    }
+    if !names.is_empty() {
+        return;
+    }
     match real_trace("data/real.pcap") {
         Ok(records) if !records.is_empty() => {
             let n = records.len() as u64;
@@ -239,8 +256,9 @@ fn memory_floor(records: u64) {
 }
 
 /// The core PBF-2 insert (T = 86,400, m = 5·10^7, k = 4, 1,000 keys per tick) per layout, one key
-/// at a time ([`TemporalFilter::insert_hash`]) and per tick ([`Pbf2::insert_hashes`]), and the
-/// 18 levels' bucket hashing and reduction alone.
+/// at a time ([`TemporalFilter::insert_hash`]) and per tick ([`Pbf2::insert_hashes`], without and
+/// with the dirty-word tracking the index turns on), and the 18 levels' bucket hashing and
+/// reduction alone.
 fn core_insert(keys: u64) {
     use chronobloom_core::hash::{mix64, KeyHash};
     use chronobloom_core::temporal::{Allocation, Pbf2, TemporalFilter};
@@ -259,18 +277,30 @@ fn core_insert(keys: u64) {
             one.insert_hash(h, tick(i)).expect("tick below the horizon");
         }
         let single = start.elapsed().as_secs_f64() * 1e9 / keys as f64;
-        let mut batch = empty;
-        let start = Instant::now();
-        for (c, chunk) in hashes.chunks(BATCH).enumerate() {
-            batch
-                .insert_hashes(chunk, tick(c * BATCH))
-                .expect("tick below the horizon");
+        let batched = |mut pbf: Pbf2| {
+            let start = Instant::now();
+            for (c, chunk) in hashes.chunks(BATCH).enumerate() {
+                pbf.insert_hashes(chunk, tick(c * BATCH))
+                    .expect("tick below the horizon");
+            }
+            (start.elapsed().as_secs_f64() * 1e9 / keys as f64, pbf)
+        };
+        let mut tracked = empty.clone();
+        for level in 0..tracked.levels() {
+            if let Some(f) = tracked.level_mut(level) {
+                f.bits_mut().track_dirty();
+            }
         }
-        let batched = start.elapsed().as_secs_f64() * 1e9 / keys as f64;
-        assert!(one == batch, "batch and single inserts set the same bits");
+        let (plain_ns, plain) = batched(empty);
+        let (tracked_ns, tracked) = batched(tracked);
+        assert!(
+            one == plain && one == tracked,
+            "batch and single inserts set the same bits"
+        );
         println!(
             "{{\"stream\":\"core_insert\",\"layout\":\"{layout:?}\",\"keys\":{keys},\
-             \"ns_per_key_single\":{single:.1},\"ns_per_key_batched\":{batched:.1}}}"
+             \"ns_per_key_single\":{single:.1},\"ns_per_key_batched\":{plain_ns:.1},\
+             \"ns_per_key_batched_dirty_tracked\":{tracked_ns:.1}}}"
         );
     }
     let start = Instant::now();

@@ -69,7 +69,8 @@ struct Dirty {
 }
 
 impl Dirty {
-    /// Flags `word` as changed when `changed` is 1 (it must be 0 or 1).
+    /// Flags word `word + i` as changed for each set bit `i` of `changed`, which must stay inside
+    /// `word`'s flag word (`word % 64 + the highest set bit < 64`).
     #[inline]
     fn mark_if(&mut self, word: usize, changed: u64) {
         if self.enabled {
@@ -172,6 +173,27 @@ impl Bits {
             Some(block) => block,
             None => panic!("block at word {first} runs past {} words", self.words.len()),
         }
+    }
+
+    /// Sets bit `o` of the 8-word block starting at word `first` (a multiple of 8 inside the
+    /// array) for each offset `o < 512`: what [`Self::set`] does on each, with one bounds check
+    /// and, when tracking, one flag update for the whole block instead of one per bit.
+    #[inline]
+    pub(crate) fn set_in_block(&mut self, first: usize, offsets: impl IntoIterator<Item = u64>) {
+        debug_assert!(first.is_multiple_of(8));
+        let words: &mut [u64] = &mut self.words[first..];
+        let Some(block) = words.first_chunk_mut::<8>() else {
+            panic!("block at word {first} runs past the array");
+        };
+        let mut changed = 0u64;
+        for o in offsets {
+            let (w, b) = ((o >> 6) as usize & 7, 1u64 << (o & 63));
+            let old = block[w];
+            block[w] = old | b;
+            changed |= u64::from(old & b == 0) << w;
+        }
+        // The block's 8 flags are 8 adjacent bits of one flag word (`first` is a multiple of 8).
+        self.dirty.mark_if(first, changed);
     }
 
     /// Number of set bits.

@@ -3,6 +3,7 @@
 
 use crate::config::{AllocationLag, IndexConfig, Placement};
 use crate::delta::{shard_words, DeltaWords, LevelDelta, Shipment};
+use crate::held::Held;
 use crate::stats::{LocalStats, RejectReason};
 use chronobloom_core::hash::{Key, KeyHash};
 use chronobloom_core::temporal::{Allocation, Pbf2, TemporalFilter, Tick};
@@ -140,7 +141,7 @@ struct OpenEpoch {
     cap: Capability<u64>,
     /// Records held back: of an epoch that is not the earliest open one, or whose partition's
     /// allocation is not known yet.
-    buffer: Vec<(KeyHash, Tick)>,
+    buffer: Held,
     stats: LocalStats,
 }
 
@@ -249,7 +250,7 @@ impl LocalState {
     fn open_epoch(&mut self, e: u64, cap: impl FnOnce() -> Capability<u64>) {
         self.open.entry(e).or_insert_with(|| OpenEpoch {
             cap: cap(),
-            buffer: Vec::new(),
+            buffer: Held::default(),
             stats: LocalStats::default(),
         });
     }
@@ -311,9 +312,10 @@ impl LocalState {
             .max_buffered()
             .saturating_sub(self.buffered)
             .min(n);
-        for key in batch.drain(..).take(room as usize) {
-            epoch.buffer.push((KeyHash::of(&key, seed), t));
-        }
+        let held = batch.drain(..).take(room as usize);
+        epoch
+            .buffer
+            .push(t, held.map(|key| KeyHash::of(&key, seed)));
         batch.clear();
         self.buffered += room;
         epoch.stats.records += room;
@@ -378,16 +380,17 @@ impl LocalState {
     }
 
     /// Inserts held-back records; returns how many found no filter.
-    fn insert_buffered(&mut self, buffer: Vec<(KeyHash, Tick)>) -> u64 {
+    fn insert_buffered(&mut self, buffer: Held) -> u64 {
         self.buffered -= buffer.len() as u64;
         let len = self.config.partition_len();
         let mut failed = 0;
-        for (hash, t) in buffer {
+        for (t, hashes) in buffer.runs() {
             match self.filter(t / len) {
                 Some(pbf) => {
-                    let _ = pbf.insert_hash(hash, t % len);
+                    // The local tick is below the partition length, the PBF-2's horizon.
+                    let _ = pbf.insert_hashes(hashes, t % len);
                 }
-                None => failed += 1,
+                None => failed += hashes.len() as u64,
             }
         }
         failed

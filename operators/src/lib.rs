@@ -17,6 +17,7 @@ pub mod config;
 pub mod delta;
 pub mod digest;
 pub mod error;
+pub mod held;
 pub mod index;
 pub mod query;
 pub mod state;

@@ -255,10 +255,11 @@ fn blocked_fast_paths_match_the_spec() {
 
 #[test]
 fn blocked_inserts_mark_exactly_the_changed_words() {
-    let mut f = blocked(4 * BLOCK_BITS, 4, 1);
+    // 20 blocks: 160 words, so the blocks' flags span three flag words.
+    let mut f = blocked(20 * BLOCK_BITS, 4, 1);
     f.bits_mut().track_dirty();
     let mut expect = Vec::new();
-    for key in 0..20u64 {
+    for key in 0..300u64 {
         let before = f.bits().clone();
         f.insert(&key);
         for (w, (a, b)) in before.words().iter().zip(f.bits().words()).enumerate() {

@@ -127,10 +127,7 @@ impl Pbf2 {
         // tight loop whose misses overlap.
         for (level, filter) in self.levels.iter_mut().enumerate() {
             if let Some(f) = filter {
-                let mix = BucketMix::of(tick >> level);
-                for &hash in hashes {
-                    f.insert_hash(hash.at_mixed(mix));
-                }
+                f.insert_mixed(hashes, BucketMix::of(tick >> level));
             }
         }
         Ok(())
