@@ -279,6 +279,28 @@ impl Filter for BloomFilter {
     }
 }
 
+/// Evaluates `body` with the const `K` equal to `k` when `k` is 1 to 8 (loops over `K` unroll),
+/// and with `K = 0` (meaning "read the hash count at run time") otherwise.
+macro_rules! by_hashes {
+    ($k:expr, |$K:ident| $body:expr) => {
+        match $k {
+            1 => by_hashes!(@ $K = 1, $body),
+            2 => by_hashes!(@ $K = 2, $body),
+            3 => by_hashes!(@ $K = 3, $body),
+            4 => by_hashes!(@ $K = 4, $body),
+            5 => by_hashes!(@ $K = 5, $body),
+            6 => by_hashes!(@ $K = 6, $body),
+            7 => by_hashes!(@ $K = 7, $body),
+            8 => by_hashes!(@ $K = 8, $body),
+            _ => by_hashes!(@ $K = 0, $body),
+        }
+    };
+    (@ $K:ident = $v:literal, $body:expr) => {{
+        const $K: usize = $v;
+        $body
+    }};
+}
+
 impl BloomFilter {
     /// Inserts `hash.at_mixed(mix)` for each hash of `hashes`: the bits [`Filter::insert_hash`]
     /// sets on each, in one loop per layout (the layout is checked once, the insert inlined).
@@ -293,35 +315,64 @@ impl BloomFilter {
     /// ```
     pub fn insert_mixed(&mut self, hashes: &[KeyHash], mix: BucketMix) {
         match self.layout {
+            // The common hash counts get loops the compiler unrolls.
             Layout::Blocked => {
-                const CHUNK: usize = 32;
-                let mut todo = [(0usize, 0u64); CHUNK];
-                for chunk in hashes.chunks(CHUNK) {
-                    let mut touch = 0u64;
-                    for (slot, &h) in todo.iter_mut().zip(chunk) {
-                        let h = h.at_mixed(mix);
-                        let first = self.modulus.reduce(h.lo) as usize * BLOCK_WORDS;
-                        touch ^= self.bits.block(first)[0];
-                        *slot = (first, h.hi);
-                    }
-                    std::hint::black_box(touch);
-                    for &(first, mut g) in &todo[..chunk.len()] {
-                        self.bits.set_in_block(
-                            first,
-                            (0..self.hashes).map(|_| {
-                                let p = g >> 55;
-                                g = g.wrapping_mul(BLOCK_STEP);
-                                p
-                            }),
-                        );
-                    }
-                }
+                by_hashes!(self.hashes, |K| self.insert_blocked_batch::<K>(hashes, mix))
             }
             Layout::Standard => {
-                for &h in hashes {
-                    for p in h.at_mixed(mix).probes(self.hashes, self.modulus) {
-                        self.bits.set(p);
-                    }
+                by_hashes!(self.hashes, |K| self
+                    .insert_standard_batch::<K>(hashes, mix))
+            }
+        }
+    }
+
+    /// [`Self::insert_mixed`] for the blocked layout with `K` hashes (`K = 0`: `self.hashes`).
+    /// The blocks of 32 keys are prefetched before their bits are set, so their cache misses
+    /// overlap.
+    #[inline]
+    fn insert_blocked_batch<const K: usize>(&mut self, hashes: &[KeyHash], mix: BucketMix) {
+        const CHUNK: usize = 32;
+        let mut todo = [(0usize, 0u64); CHUNK];
+        for chunk in hashes.chunks(CHUNK) {
+            for (slot, &h) in todo.iter_mut().zip(chunk) {
+                let h = h.at_mixed(mix);
+                let first = self.modulus.reduce(h.lo) as usize * BLOCK_WORDS;
+                self.bits.prefetch(first);
+                *slot = (first, h.hi);
+            }
+            for &(first, g) in &todo[..chunk.len()] {
+                self.set_block::<K>(first, g);
+            }
+        }
+    }
+
+    /// [`Self::insert_mixed`] for the standard layout with `K` hashes: the probe words of 16 keys
+    /// are prefetched before their bits are set. `K = 0`: `self.hashes`, one key at a time.
+    #[inline]
+    fn insert_standard_batch<const K: usize>(&mut self, hashes: &[KeyHash], mix: BucketMix) {
+        const CHUNK: usize = 16;
+        if K == 0 {
+            for &h in hashes {
+                for p in h.at_mixed(mix).probes(self.hashes, self.modulus) {
+                    self.bits.set(p);
+                }
+            }
+            return;
+        }
+        let mut todo = [[0u64; K]; CHUNK];
+        for chunk in hashes.chunks(CHUNK) {
+            for (slot, &h) in todo.iter_mut().zip(chunk) {
+                for (p, q) in slot
+                    .iter_mut()
+                    .zip(h.at_mixed(mix).probes(K as u32, self.modulus))
+                {
+                    self.bits.prefetch((q / 64) as usize);
+                    *p = q;
+                }
+            }
+            for slot in &todo[..chunk.len()] {
+                for &p in slot {
+                    self.bits.set(p);
                 }
             }
         }
@@ -335,10 +386,17 @@ impl BloomFilter {
     #[inline]
     fn insert_blocked(&mut self, hash: KeyHash) {
         let first = self.modulus.reduce(hash.lo) as usize * BLOCK_WORDS;
-        let mut g = hash.hi;
+        by_hashes!(self.hashes, |K| self.set_block::<K>(first, hash.hi));
+    }
+
+    /// Sets the blocked probes of `g_0 = g` in the block at word `first`, `K` of them (`K = 0`:
+    /// `self.hashes`).
+    #[inline]
+    fn set_block<const K: usize>(&mut self, first: usize, mut g: u64) {
+        let k = if K == 0 { self.hashes } else { K as u32 };
         self.bits.set_in_block(
             first,
-            (0..self.hashes).map(|_| {
+            (0..k).map(|_| {
                 let p = g >> 55;
                 g = g.wrapping_mul(BLOCK_STEP);
                 p
