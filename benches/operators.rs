@@ -174,7 +174,11 @@ fn main() {
         memory_floor(w.records().min(4_000_000));
     }
     if probe("core_insert") {
-        core_insert(3_000_000);
+        let keys = CoreKeys::new(3_000_000);
+        core_insert(&keys, 50_000_000);
+        // The same work on 62 KB of filter (in L2): what the insert costs without cache misses.
+        core_insert(&keys, 500_000);
+        level_hashing(&keys);
     }
     if probe("core_scaling") {
         core_scaling();
@@ -255,35 +259,53 @@ fn memory_floor(records: u64) {
     );
 }
 
-/// The core PBF-2 insert (T = 86,400, m = 5·10^7, k = 4, 1,000 keys per tick) per layout, one key
-/// at a time ([`TemporalFilter::insert_hash`]) and per tick ([`Pbf2::insert_hashes`], without and
-/// with the dirty-word tracking the index turns on), and the 18 levels' bucket hashing and
-/// reduction alone.
-fn core_insert(keys: u64) {
-    use chronobloom_core::hash::{mix64, KeyHash};
-    use chronobloom_core::temporal::{Allocation, Pbf2, TemporalFilter};
+/// Keys of the core probes: `keys` hashes, 1,000 per tick, spread over the horizon.
+struct CoreKeys {
+    hashes: Vec<chronobloom_core::hash::KeyHash>,
+}
+
+impl CoreKeys {
     const BATCH: usize = 1_000;
-    let hashes: Vec<KeyHash> = (0..keys)
-        .map(|i| KeyHash::of(&(mix64(i) % 10_000_000), 1))
-        .collect();
-    let tick = |i: usize| (i / BATCH) as u64 * BATCH as u64 * HORIZON / keys;
-    let alloc = Allocation::uniform(18, 50_000_000, 4).expect("valid allocation");
+
+    fn new(keys: u64) -> Self {
+        use chronobloom_core::hash::{mix64, KeyHash};
+        let hashes = (0..keys)
+            .map(|i| KeyHash::of(&(mix64(i) % 10_000_000), 1))
+            .collect();
+        CoreKeys { hashes }
+    }
+
+    /// The tick of key `i`.
+    fn tick(&self, i: usize) -> u64 {
+        let n = self.hashes.len() as u64;
+        (i / Self::BATCH) as u64 * Self::BATCH as u64 * HORIZON / n
+    }
+}
+
+/// The core PBF-2 insert (T = 86,400, m = `bits`, k = 4) per layout, one key at a time
+/// ([`TemporalFilter::insert_hash`]) and per tick ([`Pbf2::insert_hashes`], without and with the
+/// dirty-word tracking the index turns on).
+fn core_insert(keys: &CoreKeys, bits: u64) {
+    use chronobloom_core::temporal::{Allocation, Pbf2, TemporalFilter};
+    let n = keys.hashes.len() as f64;
+    let alloc = Allocation::uniform(18, bits, 4).expect("valid allocation");
     for layout in [Layout::Standard, Layout::Blocked] {
         let empty = Pbf2::with_layout(0, HORIZON, &alloc.for_layout(layout), 1, layout)
             .expect("valid PBF-2");
         let mut one = empty.clone();
         let start = Instant::now();
-        for (i, &h) in hashes.iter().enumerate() {
-            one.insert_hash(h, tick(i)).expect("tick below the horizon");
+        for (i, &h) in keys.hashes.iter().enumerate() {
+            one.insert_hash(h, keys.tick(i))
+                .expect("tick below the horizon");
         }
-        let single = start.elapsed().as_secs_f64() * 1e9 / keys as f64;
+        let single = start.elapsed().as_secs_f64() * 1e9 / n;
         let batched = |mut pbf: Pbf2| {
             let start = Instant::now();
-            for (c, chunk) in hashes.chunks(BATCH).enumerate() {
-                pbf.insert_hashes(chunk, tick(c * BATCH))
+            for (c, chunk) in keys.hashes.chunks(CoreKeys::BATCH).enumerate() {
+                pbf.insert_hashes(chunk, keys.tick(c * CoreKeys::BATCH))
                     .expect("tick below the horizon");
             }
-            (start.elapsed().as_secs_f64() * 1e9 / keys as f64, pbf)
+            (start.elapsed().as_secs_f64() * 1e9 / n, pbf)
         };
         let mut tracked = empty.clone();
         for level in 0..tracked.levels() {
@@ -298,22 +320,27 @@ fn core_insert(keys: u64) {
             "batch and single inserts set the same bits"
         );
         println!(
-            "{{\"stream\":\"core_insert\",\"layout\":\"{layout:?}\",\"keys\":{keys},\
+            "{{\"stream\":\"core_insert\",\"layout\":\"{layout:?}\",\"bits\":{bits},\"keys\":{n},\
              \"ns_per_key_single\":{single:.1},\"ns_per_key_batched\":{plain_ns:.1},\
              \"ns_per_key_batched_dirty_tracked\":{tracked_ns:.1}}}"
         );
     }
+}
+
+/// The 18 levels' bucket hashing and reduction alone, no memory touched.
+fn level_hashing(keys: &CoreKeys) {
     let start = Instant::now();
     let mut acc = 0u64;
-    for (i, h) in hashes.iter().enumerate() {
+    for (i, h) in keys.hashes.iter().enumerate() {
         for level in 0..18 {
-            let d = h.at(tick(i) >> level);
+            let d = h.at(keys.tick(i) >> level);
             acc = acc.wrapping_add((d.lo % 154_321) ^ d.hi);
         }
     }
-    let ns = start.elapsed().as_secs_f64() * 1e9 / keys as f64;
+    let n = keys.hashes.len();
+    let ns = start.elapsed().as_secs_f64() * 1e9 / n as f64;
     println!(
-        "{{\"stream\":\"level_hashing\",\"keys\":{keys},\"ns_per_key\":{ns:.1},\"checksum\":{acc}}}"
+        "{{\"stream\":\"level_hashing\",\"keys\":{n},\"ns_per_key\":{ns:.1},\"checksum\":{acc}}}"
     );
 }
 
