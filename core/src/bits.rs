@@ -175,22 +175,11 @@ impl Bits {
         }
     }
 
-    /// Asks the CPU to start loading the cache line of word `first` (a hint: no effect on the
-    /// bits, nothing when `first` is out of range or the target has no prefetch instruction).
-    /// A batch insert prefetches the blocks of keys ahead of the one it sets, so their cache
-    /// misses overlap without occupying the reorder buffer as loads would.
+    /// Asks the CPU to start loading the cache line of word `first` ([`crate::prefetch`]). A
+    /// batch insert prefetches the blocks of keys ahead of the one it sets.
     #[inline]
     pub(crate) fn prefetch(&self, first: usize) {
-        #[cfg(target_arch = "x86_64")]
-        if let Some(w) = self.words.get(first) {
-            // SAFETY: `prefetcht0` only hints the cache; it never faults and has no architectural
-            // effect, and the address is that of a live element of `self.words` besides.
-            #[allow(unsafe_code)]
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(w).cast::<i8>());
-            }
-        }
+        crate::prefetch::prefetch(&self.words, first);
     }
 
     /// Sets bit `o` of the 8-word block starting at word `first` (a multiple of 8 inside the

@@ -19,6 +19,7 @@ pub mod bits;
 pub mod bloom;
 pub mod error;
 pub mod hash;
+pub mod prefetch;
 pub mod sketch;
 pub mod temporal;
 #[cfg(test)]

@@ -726,7 +726,6 @@ impl<D: ExchangeData> DecideState<D> {
         for (e, keys) in view.take_before(self.config.epoch_of(t)) {
             let last = self.config.epoch_last(e);
             let order = self.by_shard(keys.iter().copied());
-            let mut touched = 0u64;
             for (shard, segment) in order.chunk_by(|a, b| a.0 == b.0).map(|s| (s[0].0, s)) {
                 let slot = &mut self.shards[shard as usize];
                 if slot.is_none() {
@@ -734,13 +733,12 @@ impl<D: ExchangeData> DecideState<D> {
                 }
                 let Some(f) = slot.as_mut() else { continue };
                 for &(_, i) in segment {
-                    touched ^= f.touch(keys[i]);
+                    f.prefetch(keys[i]);
                 }
                 for &(_, i) in segment {
                     f.insert(keys[i], last);
                 }
             }
-            std::hint::black_box(touched);
             self.order = order;
         }
     }
@@ -755,7 +753,7 @@ impl<D: ExchangeData> DecideState<D> {
             .get_mut(&e)
             .and_then(|epoch| epoch.outgoing.take());
         // Shard by shard (a shard's keys touch few enough lines to stay cached between the two
-        // phases): its lines are touched first, so the misses overlap, then
+        // phases): its lines are prefetched first, so the misses overlap, then
         // 1. every key is checked against the state before `t`,
         // 2. every key is inserted at `t`; a key inserted earlier in the tick finds all its cells
         //    at `t` already (a repeat candidate).
@@ -765,12 +763,11 @@ impl<D: ExchangeData> DecideState<D> {
         fresh.resize(records.len(), true);
         let mut repeats = std::mem::take(&mut self.repeats);
         repeats.clear();
-        let mut touched = 0u64;
         for (shard, segment) in order.chunk_by(|a, b| a.0 == b.0).map(|s| (s[0].0, s)) {
             let slot = &mut self.shards[shard as usize];
             if let Some(f) = slot.as_ref() {
                 for &(_, i) in segment {
-                    touched ^= f.touch(records[i].0);
+                    f.prefetch(records[i].0);
                 }
                 for &(_, i) in segment {
                     fresh[i] = !f.seen(records[i].0, t);
@@ -794,7 +791,6 @@ impl<D: ExchangeData> DecideState<D> {
                 }
             }
         }
-        std::hint::black_box(touched);
         self.order = order;
         if let Some(epoch) = self.epochs.get_mut(&e) {
             epoch.outgoing = outgoing;

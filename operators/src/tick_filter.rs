@@ -33,6 +33,7 @@
 use crate::error::{Error, Result};
 use chronobloom_core::bloom::FilterShape;
 use chronobloom_core::hash::mix64;
+use chronobloom_core::prefetch::prefetch;
 use chronobloom_core::temporal::Tick;
 
 /// Lines sampled to estimate the occupancy of a filter.
@@ -322,14 +323,14 @@ impl TickFilter {
             .saturating_add(1)
     }
 
-    /// Reads the first cell of fingerprint `fp`'s line: touching the lines of many keys before
-    /// checking them lets their cache misses overlap.
+    /// Prefetches fingerprint `fp`'s line: prefetching the lines of many keys before checking
+    /// them lets their cache misses overlap.
     #[inline]
-    pub fn touch(&self, fp: u64) -> u64 {
+    pub fn prefetch(&self, fp: u64) {
         match &self.cells {
-            Cells::U8(l) => l[line_of(fp, l.len())].0[0].into(),
-            Cells::U16(l) => l[line_of(fp, l.len())].0[0].into(),
-            Cells::U32(l) => l[line_of(fp, l.len())].0[0].into(),
+            Cells::U8(l) => prefetch(l, line_of(fp, l.len())),
+            Cells::U16(l) => prefetch(l, line_of(fp, l.len())),
+            Cells::U32(l) => prefetch(l, line_of(fp, l.len())),
         }
     }
 
