@@ -63,8 +63,10 @@ use std::cell::RefCell;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
+use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
-use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
+use timely::dataflow::operators::generic::{Operator, OutputBuilder};
 use timely::dataflow::operators::{Capability, ConnectLoop, Feedback, OkErr};
 use timely::dataflow::StreamVec;
 use timely::progress::frontier::MutableAntichain;
@@ -429,66 +431,75 @@ impl<'scope, D: ExchangeData> Dedup<'scope, D> for StreamVec<'scope, u64, D> {
         let fingerprinted = fingerprint(self, config, Rc::clone(&key_bytes), Rc::clone(&routed));
         let records = if config.mode() == DedupMode::ByKey && peers > 1 {
             use timely::dataflow::operators::Exchange as _;
-            let shards = config.shards();
-            fingerprinted.exchange(move |&(fp, _): &(u64, D)| u64::from(shard_of_fp(fp, shards)))
+            fingerprinted.exchange(|&(dest, _): &Bundle<D>| u64::from(dest))
         } else {
             fingerprinted
         };
         let (handle, deltas) = scope.feedback::<Vec<ViewDelta>>(1);
         let mut state = DecideState::new(config.clone(), me, peers, routed, key_bytes);
-        let events: StreamVec<'scope, u64, Result<D, Side>> = records.binary_frontier(
-            deltas,
-            Pipeline,
-            Exchange::new(|d: &ViewDelta| u64::from(d.dest)),
-            "Dedup",
-            move |default_cap, _info| {
-                // Capabilities are taken from the data; time 0 must not be held.
-                drop(default_cap);
-                move |(records, r_frontier), (deltas, d_frontier), output| {
-                    let port = output.output_index();
-                    deltas.for_each_stamp(|cap, data| {
-                        let Some(&t) = cap.least() else { return };
-                        let last = state.config.epoch_last(state.config.epoch_of(t));
-                        for batch in data {
-                            for delta in batch.drain(..) {
-                                state.receive(t, delta, || cap.delayed(&last, port));
-                            }
+        // Two outputs, so that passed records go out as whole containers, never one by one.
+        let mut builder = OperatorBuilder::new("Dedup".to_owned(), scope);
+        let mut records = builder.new_input(records, Pipeline);
+        let mut deltas =
+            builder.new_input(deltas, Exchange::new(|d: &ViewDelta| u64::from(d.dest)));
+        let (passed_out, passed) = builder.new_output::<Vec<D>>();
+        let (side_out, side) = builder.new_output::<Vec<Side>>();
+        let mut passed_out: OutputBuilder<u64, CapacityContainerBuilder<Vec<D>>> =
+            OutputBuilder::from(passed_out);
+        let mut side_out: OutputBuilder<u64, CapacityContainerBuilder<Vec<Side>>> =
+            OutputBuilder::from(side_out);
+        builder.build(move |caps| {
+            // Capabilities are taken from the data; time 0 must not be held.
+            drop(caps);
+            move |frontiers| {
+                let (r_frontier, d_frontier) = (&frontiers[0], &frontiers[1]);
+                let mut passed_out = passed_out.activate();
+                let mut side_out = side_out.activate();
+                let (pass_port, side_port) = (passed_out.output_index(), side_out.output_index());
+                deltas.for_each_stamp(|cap, data| {
+                    let Some(&t) = cap.least() else { return };
+                    let last = state.config.epoch_last(state.config.epoch_of(t));
+                    for batch in data {
+                        for delta in batch.drain(..) {
+                            state.receive(t, delta, || cap.delayed(&last, side_port));
                         }
-                    });
-                    records.for_each_stamp(|cap, data| {
-                        let Some(&t) = cap.least() else { return };
-                        let last = state.config.epoch_last(state.config.epoch_of(t));
-                        state.open(t, || cap.delayed(&t, port), || cap.delayed(&last, port));
-                        for batch in data {
-                            state.accept(t, batch);
-                        }
-                    });
-                    while let Some((t, tick)) = state.next_tick(r_frontier, d_frontier) {
-                        for (cap, delta) in state.ship(Some(t), r_frontier) {
-                            output.session(&cap).give(Err(Side::Delta(delta)));
-                        }
-                        for (cap, stats) in state.finished(Some(t), r_frontier, d_frontier) {
-                            output.session(&cap).give(Err(Side::Stats(Box::new(stats))));
-                        }
-                        state.retire(Some(t));
-                        let passed = state.decide(t, tick.records);
-                        output
-                            .session(&tick.cap)
-                            .give_iterator(passed.into_iter().map(Ok));
                     }
-                    let horizon = state.horizon(r_frontier);
-                    for (cap, delta) in state.ship(horizon, r_frontier) {
-                        output.session(&cap).give(Err(Side::Delta(delta)));
+                });
+                records.for_each_stamp(|cap, data| {
+                    let Some(&t) = cap.least() else { return };
+                    let last = state.config.epoch_last(state.config.epoch_of(t));
+                    state.open(
+                        t,
+                        || cap.delayed(&t, pass_port),
+                        || cap.delayed(&last, side_port),
+                    );
+                    for batch in data {
+                        for (_, pairs) in batch.iter_mut() {
+                            state.accept(t, pairs);
+                        }
                     }
-                    for (cap, stats) in state.finished(horizon, r_frontier, d_frontier) {
-                        output.session(&cap).give(Err(Side::Stats(Box::new(stats))));
+                });
+                while let Some((t, tick)) = state.next_tick(r_frontier, d_frontier) {
+                    for (cap, delta) in state.ship(Some(t), r_frontier) {
+                        side_out.session(&cap).give(Side::Delta(delta));
                     }
-                    state.retire(horizon);
+                    for (cap, stats) in state.finished(Some(t), r_frontier, d_frontier) {
+                        side_out.session(&cap).give(Side::Stats(Box::new(stats)));
+                    }
+                    state.retire(Some(t));
+                    let mut passed = state.decide(t, tick.records);
+                    passed_out.session(&tick.cap).give_container(&mut passed);
                 }
-            },
-        );
-        let (passed, side): (StreamVec<'scope, u64, D>, StreamVec<'scope, u64, Side>) =
-            events.ok_err(|e| e);
+                let horizon = state.horizon(r_frontier);
+                for (cap, delta) in state.ship(horizon, r_frontier) {
+                    side_out.session(&cap).give(Side::Delta(delta));
+                }
+                for (cap, stats) in state.finished(horizon, r_frontier, d_frontier) {
+                    side_out.session(&cap).give(Side::Stats(Box::new(stats)));
+                }
+                state.retire(horizon);
+            }
+        });
         let (stats, deltas): (
             StreamVec<'scope, u64, DedupStats>,
             StreamVec<'scope, u64, ViewDelta>,
@@ -501,47 +512,59 @@ impl<'scope, D: ExchangeData> Dedup<'scope, D> for StreamVec<'scope, u64, D> {
     }
 }
 
-/// Pairs each record with its key's fingerprint (hashed once, here) and, in `ByKey` with several
-/// workers, counts per epoch the bytes of `(fingerprint, record)` pairs bound for other workers
-/// and for this one.
+/// `(fingerprint, record)` pairs bound for one worker.
+type Bundle<D> = (u32, Vec<(u64, D)>);
+
+/// Pairs each record with its key's fingerprint (hashed once, here) and bundles the pairs by the
+/// worker that decides them: the owner of the key's shard in `ByKey` with several workers (the
+/// exchange then routes whole bundles, not records), this worker otherwise. In `ByKey` with
+/// several workers it counts per epoch the bytes of pairs bound for other workers and for this
+/// one.
 fn fingerprint<'scope, D: ExchangeData>(
     records: StreamVec<'scope, u64, D>,
     config: &DedupConfig,
     key: KeyBytes<D>,
     routed: Routed,
-) -> StreamVec<'scope, u64, (u64, D)> {
+) -> StreamVec<'scope, u64, Bundle<D>> {
     let scope = records.scope();
-    let (me, peers) = (scope.index() as u64, scope.peers() as u64);
-    let count = config.mode() == DedupMode::ByKey && peers > 1;
-    // 1 for the shards this worker owns (a look-up instead of a division per record)
-    let owned: Vec<u64> = (0..u64::from(config.shards()))
-        .map(|s| u64::from(s % peers == me))
-        .collect();
+    let (me, peers) = (scope.index() as u32, scope.peers() as u32);
+    let route = config.mode() == DedupMode::ByKey && peers > 1;
+    // the owner of each shard (a look-up instead of a division per record)
+    let owner: Vec<u32> = (0..config.shards()).map(|s| s % peers).collect();
     let config = config.clone();
     records.unary(Pipeline, "DedupFingerprint", move |_, _| {
         move |input, output| {
             input.for_each_stamp(|cap, data| {
                 let Some(&t) = cap.least() else { return };
                 let mut session = output.session(&cap);
-                let (mut away, mut home) = (0u64, 0u64);
+                let fp = |d: &D| KeyHash::of_bytes(key(d).as_slice(), config.seed()).lo;
                 for batch in data {
-                    for d in batch.drain(..) {
-                        let fp = KeyHash::of_bytes(key(&d).as_slice(), config.seed()).lo;
-                        if count {
-                            let bytes = 8 + bincode::serialized_size(&d).unwrap_or(0);
-                            // branch-free: the destination is a coin flip per record
-                            let mine = owned[shard_of_fp(fp, config.shards()) as usize];
-                            home += bytes * mine;
-                            away += bytes * (1 - mine);
-                        }
-                        session.give((fp, d));
+                    if !route {
+                        let pairs = batch.drain(..).map(|d| (fp(&d), d)).collect();
+                        session.give((me, pairs));
+                        continue;
                     }
-                }
-                if away + home > 0 {
+                    let mut bundles: Vec<Vec<(u64, D)>> = (0..peers).map(|_| Vec::new()).collect();
+                    for d in batch.drain(..) {
+                        let fp = fp(&d);
+                        bundles[owner[shard_of_fp(fp, config.shards()) as usize] as usize]
+                            .push((fp, d));
+                    }
                     let mut routed = routed.borrow_mut();
                     let slot = routed.entry(config.epoch_of(t)).or_default();
-                    slot.0 += away;
-                    slot.1 += home;
+                    for (dest, pairs) in bundles.into_iter().enumerate() {
+                        if pairs.is_empty() {
+                            continue;
+                        }
+                        // bincode writes a vector as a u64 length and its items
+                        let bytes = bincode::serialized_size(&pairs).map_or(0, |b| b - 8);
+                        if dest as u32 == me {
+                            slot.1 += bytes;
+                        } else {
+                            slot.0 += bytes;
+                        }
+                        session.give((dest as u32, pairs));
+                    }
                 }
             });
         }
