@@ -104,6 +104,35 @@ impl LevelShard {
         true
     }
 
+    /// ORs a bitmap delta (word `first + j` carries the next of `words` for each set bit `j` of
+    /// `present`) into the words held; returns how many the level does not hold. A group of 64
+    /// present words goes in as one run.
+    fn or_bitmap(&mut self, first: usize, present: &[u64], words: &[u64]) -> u64 {
+        let (mut refused, mut next) = (0, 0);
+        for (g, &bits) in present.iter().enumerate() {
+            let at = first + g * 64;
+            if bits == u64::MAX {
+                let Some(run) = words.get(next..next + 64) else {
+                    return refused;
+                };
+                refused += self.or_run(at, run);
+                next += 64;
+                continue;
+            }
+            let mut rest = bits;
+            while rest != 0 {
+                let j = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                let Some(&w) = words.get(next) else {
+                    return refused;
+                };
+                next += 1;
+                refused += u64::from(!self.or_word(at + j, w));
+            }
+        }
+        refused
+    }
+
     /// ORs the run of words starting at word `first` into the words held; returns how many of
     /// them the level does not hold.
     fn or_run(&mut self, first: usize, run: &[u64]) -> u64 {
@@ -320,8 +349,14 @@ impl MergedState {
         else {
             return delta.words.len() as u64;
         };
-        if let DeltaWords::Dense { first, words } = &delta.words {
-            return level.or_run(*first as usize, words);
+        match &delta.words {
+            DeltaWords::Dense { first, words } => return level.or_run(*first as usize, words),
+            DeltaWords::Bitmap {
+                first,
+                present,
+                words,
+            } => return level.or_bitmap(*first as usize, present, words),
+            DeltaWords::Sparse(_) => {}
         }
         let mut refused = 0;
         delta.words.for_each(|i, w| {
@@ -476,6 +511,80 @@ mod tests {
                     "first {first}, len {len}, worker {me} of {peers}"
                 );
                 assert_eq!(dense.refresh_blocks(), sparse.refresh_blocks());
+            }
+        }
+    }
+
+    /// A bitmap delta with whole and partial 64-word groups, also past the shard's end, leaves
+    /// every shard as the same words sent sparse do.
+    #[test]
+    fn bitmap_deltas_merge_like_single_words() {
+        use chronobloom_core::hash::mix64;
+        let cfg = IndexConfig::builder()
+            .epoch_len(4)
+            .partition_len(16)
+            .bits(200_000)
+            .build()
+            .unwrap();
+        let allocation = cfg.allocation().clone();
+        let level_words = allocation.shapes()[0].bits.div_ceil(64) as usize;
+        for first in [0usize, 5, 130] {
+            let groups = (level_words - first).div_ceil(64);
+            // even groups whole (where the level has all 64 words), odd ones about half
+            let present: Vec<u64> = (0..groups)
+                .map(|g| {
+                    let whole = (first + (g + 1) * 64 <= level_words) && g % 2 == 0;
+                    let valid = (level_words - first - g * 64).min(64);
+                    let mask = if valid == 64 {
+                        u64::MAX
+                    } else {
+                        (1 << valid) - 1
+                    };
+                    if whole {
+                        u64::MAX
+                    } else {
+                        mix64(g as u64) & mask
+                    }
+                })
+                .collect();
+            let indices: Vec<usize> = (0..groups * 64)
+                .filter(|&j| present[j / 64] >> (j % 64) & 1 == 1)
+                .map(|j| first + j)
+                .collect();
+            let words: Vec<u64> = indices
+                .iter()
+                .map(|&i| mix64(i as u64) & mix64(i as u64 + 3))
+                .collect();
+            assert!(present.contains(&u64::MAX) && present.iter().any(|&b| b != u64::MAX));
+            for (me, peers) in [(0, 1), (0, 2), (1, 2)] {
+                let mut bitmap = MergedState::shard(&cfg, me, peers);
+                let mut sparse = bitmap.clone();
+                assert!(bitmap.announce(0, &allocation) && sparse.announce(0, &allocation));
+                let b = LevelDelta {
+                    partition: 0,
+                    level: 0,
+                    words: DeltaWords::Bitmap {
+                        first: first as u32,
+                        present: present.clone(),
+                        words: words.clone(),
+                    },
+                };
+                let s = LevelDelta {
+                    partition: 0,
+                    level: 0,
+                    words: DeltaWords::Sparse(
+                        indices
+                            .iter()
+                            .zip(&words)
+                            .map(|(&i, &w)| (i as u32, w))
+                            .collect(),
+                    ),
+                };
+                bitmap.refresh_blocks();
+                sparse.refresh_blocks();
+                assert_eq!(bitmap.apply(&b), sparse.apply(&s));
+                assert_eq!(bitmap, sparse, "first {first}, worker {me} of {peers}");
+                assert_eq!(bitmap.refresh_blocks(), sparse.refresh_blocks());
             }
         }
     }
