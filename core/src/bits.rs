@@ -58,31 +58,29 @@ impl PartialEq for Bits {
 
 impl Eq for Bits {}
 
-/// Which words changed: one flag bit per word, set without a branch (a branch on whether a bit
-/// was fresh would wait for the word's cache line and mispredict while a filter fills, stalling
-/// the next insertions' memory accesses). Draining scans the flags: `len / 4096` words plus one
-/// step per changed word, in ascending order.
+/// Which words changed since the last drain. Writes only flag the 8-word line they touch, with a
+/// plain store (no read of the word, no branch on it: the word's cache line is usually still
+/// missing, and a dependent flag update would hold the insert up); draining compares the flagged
+/// lines with a copy of the words as of the previous drain. The copy doubles the memory of a
+/// tracked array; draining costs `len / 512` flag bytes plus 8 words per flagged line.
 #[derive(Debug, Clone, Default)]
 struct Dirty {
     enabled: bool,
-    flags: Vec<u64>,
+    /// One byte per 8-word line, non-zero when written since the last drain.
+    lines: Vec<u8>,
+    /// The words as of the last drain (or of `track_dirty`).
+    drained: Vec<u64>,
 }
 
 impl Dirty {
-    /// Flags word `word + i` as changed for each set bit `i` of `changed`, which must stay inside
-    /// `word`'s flag word (`word % 64 + the highest set bit < 64`).
+    /// Flags the line of word `word` as written.
     #[inline]
-    fn mark_if(&mut self, word: usize, changed: u64) {
+    fn touch(&mut self, word: usize) {
         if self.enabled {
-            if let Some(f) = self.flags.get_mut(word / 64) {
-                *f |= changed << (word % 64);
+            if let Some(l) = self.lines.get_mut(word / 8) {
+                *l = 1;
             }
         }
-    }
-
-    #[inline]
-    fn mark(&mut self, word: usize) {
-        self.mark_if(word, 1);
     }
 }
 
@@ -150,11 +148,10 @@ impl Bits {
         let b = 1u64 << (i % 64);
         let old = self.words[w];
         // Store unconditionally: a branch on `old` would wait for the (usually missing) cache line
-        // and mispredict about half the time while a filter fills; only dirty tracking needs it.
+        // and mispredict about half the time while a filter fills.
         self.words[w] = old | b;
-        let fresh = old & b == 0;
-        self.dirty.mark_if(w, u64::from(fresh));
-        fresh
+        self.dirty.touch(w);
+        old & b == 0
     }
 
     /// Tests bit `i` (`i < len`).
@@ -184,7 +181,7 @@ impl Bits {
 
     /// Sets bit `o` of the 8-word block starting at word `first` (a multiple of 8 inside the
     /// array) for each offset `o < 512`: what [`Self::set`] does on each, with one bounds check
-    /// and, when tracking, one flag update for the whole block instead of one per bit.
+    /// and, when tracking, one line flagged for the whole block.
     #[inline]
     pub(crate) fn set_in_block(&mut self, first: usize, offsets: impl IntoIterator<Item = u64>) {
         debug_assert!(first.is_multiple_of(8));
@@ -192,15 +189,11 @@ impl Bits {
         let Some(block) = words.first_chunk_mut::<8>() else {
             panic!("block at word {first} runs past the array");
         };
-        let mut changed = 0u64;
         for o in offsets {
-            let (w, b) = ((o >> 6) as usize & 7, 1u64 << (o & 63));
-            let old = block[w];
-            block[w] = old | b;
-            changed |= u64::from(old & b == 0) << w;
+            block[(o >> 6) as usize & 7] |= 1u64 << (o & 63);
         }
-        // The block's 8 flags are 8 adjacent bits of one flag word (`first` is a multiple of 8).
-        self.dirty.mark_if(first, changed);
+        // The block is one line of the change record (`first` is a multiple of 8).
+        self.dirty.touch(first);
     }
 
     /// Number of set bits.
@@ -229,7 +222,7 @@ impl Bits {
         for (w, (a, b)) in self.words.iter_mut().zip(&other.words).enumerate() {
             if *b & !*a != 0 {
                 *a |= *b;
-                self.dirty.mark(w);
+                self.dirty.touch(w);
             }
         }
         Ok(())
@@ -256,7 +249,7 @@ impl Bits {
         let slot = &mut self.words[index];
         if word & !*slot != 0 {
             *slot |= word;
-            self.dirty.mark(index);
+            self.dirty.touch(index);
         }
         Ok(())
     }
@@ -290,34 +283,53 @@ impl Bits {
         Ok(out)
     }
 
-    /// Starts recording which words change; recording is off by default (it costs a flag update
-    /// per bit set).
+    /// Starts recording which words change; recording is off by default (it costs a flag store
+    /// per write and a copy of the words, see [`Self::memory_bits`]).
     pub fn track_dirty(&mut self) {
         if !self.dirty.enabled {
             self.dirty = Dirty {
                 enabled: true,
-                flags: vec![0; self.words.len().div_ceil(64)],
+                lines: vec![0; self.words.len().div_ceil(8)],
+                drained: self.words.clone(),
             };
         }
     }
 
-    /// The indices of the words changed since the last drain, ascending; clears the record. Empty
-    /// when tracking is off.
+    /// The indices of the words changed since the last drain (or since tracking started),
+    /// ascending; clears the record. Empty when tracking is off.
     pub fn drain_dirty(&mut self) -> Vec<u32> {
-        let mut out = Vec::new();
-        for (f, flags) in self.dirty.flags.iter_mut().enumerate() {
-            let mut rest = std::mem::take(flags);
-            while rest != 0 {
-                out.push((f * 64) as u32 + rest.trailing_zeros());
-                rest &= rest - 1;
+        let mut out: Vec<u32> = Vec::new();
+        let Dirty { lines, drained, .. } = &mut self.dirty;
+        for (c, chunk) in lines.chunks_mut(64).enumerate() {
+            if chunk.iter().all(|&l| l == 0) {
+                continue;
             }
+            // Branch-free: every word of a flagged line is written out, and kept when changed.
+            let mut n = out.len();
+            out.resize(n + chunk.len() * 8, 0);
+            for (l, flag) in chunk.iter_mut().enumerate() {
+                if std::mem::take(flag) == 0 {
+                    continue;
+                }
+                let first = (c * 64 + l) * 8;
+                let last = (first + 8).min(self.words.len());
+                let (now, then) = (&self.words[first..last], &mut drained[first..last]);
+                for (i, (a, b)) in now.iter().zip(then.iter()).enumerate() {
+                    out[n] = (first + i) as u32;
+                    n += usize::from(a != b);
+                }
+                then.copy_from_slice(now);
+            }
+            out.truncate(n);
         }
         out
     }
 
-    /// Memory held by the bits themselves, in bits (the dirty record is not counted).
+    /// Memory held, in bits: the words, and when tracking changes also the copy of them and
+    /// the line flags.
     pub fn memory_bits(&self) -> u64 {
-        self.words.len() as u64 * 64
+        let record = self.dirty.drained.len() as u64 * 64 + self.dirty.lines.len() as u64 * 8;
+        self.words.len() as u64 * 64 + record
     }
 }
 
@@ -395,6 +407,47 @@ mod tests {
     }
 
     proptest! {
+        /// Over rounds of writes through every path (single bits, blocks, delta words, unions),
+        /// each drain returns exactly the words that differ from the previous drain, ascending,
+        /// also in a tail line of fewer than 8 words.
+        #[test]
+        fn drains_return_exactly_the_changed_words(
+            rounds in proptest::collection::vec(
+                proptest::collection::vec((0u8..4, 0u64..(1 << 20)), 0..60), 1..6),
+            blocks in 1usize..40,
+            tail in 0u64..8 * 64,
+        ) {
+            let len = blocks as u64 * 512 + tail;
+            let mut b = Bits::new(len);
+            b.set(3);
+            b.track_dirty();
+            let mut before = b.words().to_vec();
+            for round in rounds {
+                for (how, x) in round {
+                    let i = x % len;
+                    match how {
+                        0 => { b.set(i); }
+                        1 => {
+                            let first = (x as usize % blocks) * 8;
+                            b.set_in_block(first, [x % 512, x / 7 % 512, 511]);
+                        }
+                        2 => b.or_word((i / 64) as usize, x.rotate_left(17) & 0xff).unwrap(),
+                        _ => {
+                            let mut other = Bits::new(len);
+                            other.set(i);
+                            b.union_with(&other).unwrap();
+                        }
+                    }
+                }
+                let expect: Vec<u32> = (0..before.len())
+                    .filter(|&w| b.words()[w] != before[w])
+                    .map(|w| w as u32)
+                    .collect();
+                prop_assert_eq!(b.drain_dirty(), expect);
+                before = b.words().to_vec();
+            }
+        }
+
         #[test]
         fn fold_maps_each_bit_to_its_residue(
             ones in proptest::collection::vec(0u64..6144, 0..200),

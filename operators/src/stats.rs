@@ -65,7 +65,8 @@ pub struct LocalStats {
     /// configuration, named a partition past the horizon, or were stamped after the partition's
     /// start tick.
     pub allocations_refused: u64,
-    /// Bits held by the local (unmerged) filters when the epoch closed.
+    /// Bits held by the local (unmerged) filters when the epoch closed, with their change
+    /// records (a copy of the words as of the last delta, and a flag per cache line).
     pub local_bits: u64,
 }
 
