@@ -4,7 +4,7 @@
 //! It trades accuracy for speed: blocks fill unevenly, so its false positive rate is above eq. 2's
 //! for the same (m, k). Its in-block positions are an arithmetic progression drawn from 17 bits of
 //! `hi`; [`super::Layout::Blocked`], the layout temporal filters can choose, draws them from all
-//! of `hi` instead (hashing specification, step 5), so the two do not share bits.
+//! of `lo` instead (hashing specification, step 5), so the two do not share bits.
 
 use super::{Filter, FilterShape, BLOCK_BITS};
 use crate::bits::Bits;

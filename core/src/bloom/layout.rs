@@ -17,6 +17,12 @@ pub(crate) const BLOCK_WORDS: usize = (BLOCK_BITS / 64) as usize;
 /// The multiplier that steps the in-block hash from one probe to the next (odd, so a bijection).
 pub(crate) const BLOCK_STEP: u64 = 0x9e37_79b9_7f4a_7c15;
 
+/// `g_0` of the blocked positions of a hash whose low half is `lo` (step 5).
+#[inline]
+pub(crate) fn block_seed(lo: u64) -> u64 {
+    lo.wrapping_mul(BLOCK_STEP)
+}
+
 /// How a Bloom filter lays its bits out.
 ///
 /// ```
@@ -152,8 +158,8 @@ fn ln_factorial(n: f64) -> f64 {
 }
 
 /// The `k` bit positions of `hash` in a blocked filter of `blocks` blocks (hashing specification,
-/// step 5): the block `b = lo mod B`, then `b · 512 + (g_i >> 55)` with `g_0 = hi`,
-/// `g_{i+1} = g_i · 0x9e3779b97f4a7c15` (wrapping).
+/// step 5): the block `b = lo mod B`, then `b · 512 + (g_i >> 55)` with `g_0 = lo · C`,
+/// `g_{i+1} = g_i · C`, `C = 0x9e3779b97f4a7c15` (wrapping). Only `lo` is used.
 ///
 /// ```
 /// use chronobloom_core::bloom::{blocked_probes, BLOCK_BITS};
@@ -164,7 +170,7 @@ fn ln_factorial(n: f64) -> f64 {
 /// ```
 pub fn blocked_probes(hash: KeyHash, k: u32, blocks: FastMod) -> impl Iterator<Item = u64> {
     let base = blocks.reduce(hash.lo) * BLOCK_BITS;
-    let mut g = hash.hi;
+    let mut g = block_seed(hash.lo);
     (0..k).map(move |_| {
         let p = base + (g >> 55);
         g = g.wrapping_mul(BLOCK_STEP);

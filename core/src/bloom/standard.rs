@@ -1,7 +1,7 @@
 //! The Bloom filter: by default `k` probes anywhere in `m` bits, the layout paper 000's analysis
 //! assumes (eqs. 1–3); optionally all `k` in one 512-bit block ([`Layout::Blocked`]).
 
-use super::layout::{BLOCK_STEP, BLOCK_WORDS};
+use super::layout::{block_seed, BLOCK_STEP, BLOCK_WORDS};
 use super::{Filter, FilterShape, Layout, BLOCK_BITS};
 use crate::bits::Bits;
 use crate::error::{Error, Result};
@@ -335,10 +335,11 @@ impl BloomFilter {
         let mut todo = [(0usize, 0u64); CHUNK];
         for chunk in hashes.chunks(CHUNK) {
             for (slot, &h) in todo.iter_mut().zip(chunk) {
-                let h = h.at_mixed(mix);
-                let first = self.modulus.reduce(h.lo) as usize * BLOCK_WORDS;
+                // Only `lo` is used (step 5): the compiler drops the mixing of `hi`.
+                let lo = h.at_mixed(mix).lo;
+                let first = self.modulus.reduce(lo) as usize * BLOCK_WORDS;
                 self.bits.prefetch(first);
-                *slot = (first, h.hi);
+                *slot = (first, block_seed(lo));
             }
             for &(first, g) in &todo[..chunk.len()] {
                 self.set_block::<K>(first, g);
@@ -386,7 +387,8 @@ impl BloomFilter {
     #[inline]
     fn insert_blocked(&mut self, hash: KeyHash) {
         let first = self.modulus.reduce(hash.lo) as usize * BLOCK_WORDS;
-        by_hashes!(self.hashes, |K| self.set_block::<K>(first, hash.hi));
+        by_hashes!(self.hashes, |K| self
+            .set_block::<K>(first, block_seed(hash.lo)));
     }
 
     /// Sets the blocked probes of `g_0 = g` in the block at word `first`, `K` of them (`K = 0`:
@@ -408,7 +410,7 @@ impl BloomFilter {
     fn contains_blocked(&self, hash: KeyHash) -> bool {
         let first = self.modulus.reduce(hash.lo) as usize * BLOCK_WORDS;
         let block = self.bits.block(first);
-        let mut g = hash.hi;
+        let mut g = block_seed(hash.lo);
         for _ in 0..self.hashes {
             let p = g >> 55;
             if block[(p >> 6) as usize] >> (p & 63) & 1 == 0 {

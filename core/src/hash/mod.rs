@@ -29,10 +29,13 @@
 //! 5. **Blocked probe positions** ([`crate::bloom::Layout::Blocked`],
 //!    [`crate::bloom::blocked_probes`]). A blocked filter of `m = 512 B` bits puts all `k` bits of a
 //!    hash in block `b = lo mod B` (exact, [`FastMod`] on the block count), at bits
-//!    `512 b + (g_i >> 55)` — the top 9 bits of `g_i` — with `g_0 = hi` and
-//!    `g_{i+1} = g_i · 0x9e37_79b9_7f4a_7c15` (wrapping). Every probe draws on all 64 bits of `hi`,
-//!    and the positions do not depend on `k` (a smaller `k` is a prefix) or on `B`, so folding to
+//!    `512 b + (g_i >> 55)` — the top 9 bits of `g_i` — with `g_0 = lo · C` and
+//!    `g_{i+1} = g_i · C`, `C = 0x9e37_79b9_7f4a_7c15` (wrapping). Only `lo` is used, so a
+//!    temporal filter mixes one half of the key hash per level instead of two; every probe draws on
+//!    all 64 bits of `lo` (the block on its residue, the bits on the top of an odd multiple), and
+//!    the positions do not depend on `k` (a smaller `k` is a prefix) or on `B`, so folding to
 //!    `B* | B` blocks (block `b` to `b mod B*`) gives the filter built directly with `B*` blocks.
+//!    (Before 2026-11-22 `g_0` was `hi`; blocked filters saved earlier do not load correctly.)
 //!    Bit `j` of a block is bit `j mod 64` of its word `j / 64`, as everywhere.
 
 mod fastmod;
