@@ -608,6 +608,8 @@ struct DecideState<D> {
     repeats: Vec<u64>,
     /// Scratch for sorting a tick's records by shard.
     order: Vec<(u32, usize)>,
+    /// Scratch space of `by_shard`.
+    keyed: Vec<(u32, usize)>,
 }
 
 impl<D: ExchangeData> DecideState<D> {
@@ -631,6 +633,7 @@ impl<D: ExchangeData> DecideState<D> {
             fresh: Vec::new(),
             repeats: Vec::new(),
             order: Vec::new(),
+            keyed: Vec::new(),
         }
     }
 
@@ -838,12 +841,13 @@ impl<D: ExchangeData> DecideState<D> {
         passed
     }
 
-    /// `(shard, index)` of every fingerprint, sorted by shard (a counting sort; the scratch
-    /// vector is reused).
+    /// `(shard, index)` of every fingerprint, sorted by shard (a counting sort). The result is
+    /// `self.order`'s buffer, which the caller puts back, and the scratch vector is reused: a
+    /// tick allocates nothing here.
     fn by_shard(&mut self, fps: impl Iterator<Item = u64>) -> Vec<(u32, usize)> {
         let shards = self.config.shards();
         let mut counts = vec![0usize; shards as usize + 1];
-        let mut keyed = std::mem::take(&mut self.order);
+        let mut keyed = std::mem::take(&mut self.keyed);
         keyed.clear();
         keyed.extend(fps.enumerate().map(|(i, fp)| {
             let s = shard_of_fp(fp, shards);
@@ -853,12 +857,14 @@ impl<D: ExchangeData> DecideState<D> {
         for s in 1..counts.len() {
             counts[s] += counts[s - 1];
         }
-        let mut order = vec![(0, 0); keyed.len()];
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        order.resize(keyed.len(), (0, 0));
         for &(s, i) in &keyed {
             order[counts[s as usize]] = (s, i);
             counts[s as usize] += 1;
         }
-        self.order = keyed;
+        self.keyed = keyed;
         order
     }
 
