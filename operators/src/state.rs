@@ -459,133 +459,90 @@ impl PartitionShard {
 mod tests {
     use super::*;
     use crate::delta::DeltaWords;
+    use chronobloom_core::hash::mix64;
 
-    /// A dense run and the same words sent sparse leave every shard in the same state (words,
-    /// counts of ones, changed blocks), also when the run starts or ends inside a shard.
-    #[test]
-    fn dense_runs_merge_like_single_words() {
+    /// A small index configuration and the word count of its level 0.
+    fn small() -> (IndexConfig, usize) {
         let cfg = IndexConfig::builder()
             .epoch_len(4)
             .partition_len(16)
             .bits(200_000)
             .build()
             .unwrap();
+        let words = cfg.allocation().shapes()[0].bits.div_ceil(64) as usize;
+        (cfg, words)
+    }
+
+    /// Applying `words` to level 0 leaves every shard (1 of 1, 1 and 2 of 2) as the same words
+    /// sent sparse do: words, counts of ones, changed blocks, refused count.
+    fn assert_merges_like_sparse(cfg: &IndexConfig, words: DeltaWords, what: &str) {
+        let mut pairs = Vec::new();
+        words.for_each(|i, w| pairs.push((i as u32, w)));
         let allocation = cfg.allocation().clone();
-        let level_words = allocation.shapes()[0].bits.div_ceil(64) as usize;
+        let delta = |words| LevelDelta {
+            partition: 0,
+            level: 0,
+            words,
+        };
+        let (d, s) = (delta(words), delta(DeltaWords::Sparse(pairs)));
+        for (me, peers) in [(0, 1), (0, 2), (1, 2)] {
+            let mut given = MergedState::shard(cfg, me, peers);
+            let mut sparse = given.clone();
+            assert!(given.announce(0, &allocation) && sparse.announce(0, &allocation));
+            given.refresh_blocks();
+            sparse.refresh_blocks();
+            assert_eq!(given.apply(&d), sparse.apply(&s));
+            assert_eq!(given, sparse, "{what}, worker {me} of {peers}");
+            assert_eq!(given.refresh_blocks(), sparse.refresh_blocks());
+        }
+    }
+
+    /// Dense runs, also starting or ending inside a shard.
+    #[test]
+    fn dense_runs_merge_like_single_words() {
+        let (cfg, level_words) = small();
         for (first, len) in [
             (0, level_words),
             (3, 200),
             (100, level_words - 100),
             (70, 1),
         ] {
-            let run: Vec<u64> = (0..len as u64)
-                .map(|i| chronobloom_core::hash::mix64(i) & chronobloom_core::hash::mix64(i + 7))
-                .collect();
-            for (me, peers) in [(0, 1), (0, 2), (1, 2)] {
-                let mut dense = MergedState::shard(&cfg, me, peers);
-                let mut sparse = dense.clone();
-                assert!(dense.announce(0, &allocation) && sparse.announce(0, &allocation));
-                let d = LevelDelta {
-                    partition: 0,
-                    level: 0,
-                    words: DeltaWords::Dense {
-                        first: first as u32,
-                        words: run.clone(),
-                    },
-                };
-                let s = LevelDelta {
-                    partition: 0,
-                    level: 0,
-                    words: DeltaWords::Sparse(
-                        run.iter()
-                            .enumerate()
-                            .map(|(j, &w)| ((first + j) as u32, w))
-                            .collect(),
-                    ),
-                };
-                dense.refresh_blocks();
-                sparse.refresh_blocks();
-                assert_eq!(dense.apply(&d), sparse.apply(&s));
-                assert_eq!(
-                    dense, sparse,
-                    "first {first}, len {len}, worker {me} of {peers}"
-                );
-                assert_eq!(dense.refresh_blocks(), sparse.refresh_blocks());
-            }
+            let run = (0..len as u64).map(|i| mix64(i) & mix64(i + 7)).collect();
+            let words = DeltaWords::Dense {
+                first: first as u32,
+                words: run,
+            };
+            assert_merges_like_sparse(&cfg, words, &format!("first {first}, len {len}"));
         }
     }
 
-    /// A bitmap delta with whole and partial 64-word groups, also past the shard's end, leaves
-    /// every shard as the same words sent sparse do.
+    /// Bitmaps with whole and partial 64-word groups, also past the shard's end.
     #[test]
     fn bitmap_deltas_merge_like_single_words() {
-        use chronobloom_core::hash::mix64;
-        let cfg = IndexConfig::builder()
-            .epoch_len(4)
-            .partition_len(16)
-            .bits(200_000)
-            .build()
-            .unwrap();
-        let allocation = cfg.allocation().clone();
-        let level_words = allocation.shapes()[0].bits.div_ceil(64) as usize;
+        let (cfg, level_words) = small();
         for first in [0usize, 5, 130] {
             let groups = (level_words - first).div_ceil(64);
             // even groups whole (where the level has all 64 words), odd ones about half
             let present: Vec<u64> = (0..groups)
                 .map(|g| {
-                    let whole = (first + (g + 1) * 64 <= level_words) && g % 2 == 0;
                     let valid = (level_words - first - g * 64).min(64);
-                    let mask = if valid == 64 {
+                    if valid == 64 && g % 2 == 0 {
                         u64::MAX
+                    } else if valid == 64 {
+                        mix64(g as u64)
                     } else {
-                        (1 << valid) - 1
-                    };
-                    if whole {
-                        u64::MAX
-                    } else {
-                        mix64(g as u64) & mask
+                        mix64(g as u64) & ((1 << valid) - 1)
                     }
                 })
                 .collect();
-            let indices: Vec<usize> = (0..groups * 64)
-                .filter(|&j| present[j / 64] >> (j % 64) & 1 == 1)
-                .map(|j| first + j)
-                .collect();
-            let words: Vec<u64> = indices
-                .iter()
-                .map(|&i| mix64(i as u64) & mix64(i as u64 + 3))
-                .collect();
             assert!(present.contains(&u64::MAX) && present.iter().any(|&b| b != u64::MAX));
-            for (me, peers) in [(0, 1), (0, 2), (1, 2)] {
-                let mut bitmap = MergedState::shard(&cfg, me, peers);
-                let mut sparse = bitmap.clone();
-                assert!(bitmap.announce(0, &allocation) && sparse.announce(0, &allocation));
-                let b = LevelDelta {
-                    partition: 0,
-                    level: 0,
-                    words: DeltaWords::Bitmap {
-                        first: first as u32,
-                        present: present.clone(),
-                        words: words.clone(),
-                    },
-                };
-                let s = LevelDelta {
-                    partition: 0,
-                    level: 0,
-                    words: DeltaWords::Sparse(
-                        indices
-                            .iter()
-                            .zip(&words)
-                            .map(|(&i, &w)| (i as u32, w))
-                            .collect(),
-                    ),
-                };
-                bitmap.refresh_blocks();
-                sparse.refresh_blocks();
-                assert_eq!(bitmap.apply(&b), sparse.apply(&s));
-                assert_eq!(bitmap, sparse, "first {first}, worker {me} of {peers}");
-                assert_eq!(bitmap.refresh_blocks(), sparse.refresh_blocks());
-            }
+            let carried = present.iter().map(|b| b.count_ones() as u64).sum::<u64>();
+            let words = DeltaWords::Bitmap {
+                first: first as u32,
+                present,
+                words: (0..carried).map(|i| mix64(i) & mix64(i + 3)).collect(),
+            };
+            assert_merges_like_sparse(&cfg, words, &format!("first {first}"));
         }
     }
 }
