@@ -63,6 +63,9 @@ struct LevelShard {
     dirty: Vec<bool>,
 }
 
+/// Present words from which a held 64-word group of a bitmap delta is merged as one run.
+const DENSE_GROUP: usize = 16;
+
 impl LevelShard {
     fn new(shape: FilterShape, layout: Layout, me: usize, peers: usize) -> Self {
         let range = shard_words(shape.bits.div_ceil(64) as usize, me, peers);
@@ -106,17 +109,32 @@ impl LevelShard {
 
     /// ORs a bitmap delta (word `first + j` carries the next of `words` for each set bit `j` of
     /// `present`) into the words held; returns how many the level does not hold. A group of 64
-    /// present words goes in as one run.
+    /// words with at least [`DENSE_GROUP`] present (all 64 when it is not wholly held) goes in as
+    /// one run, absent words as zeros.
     fn or_bitmap(&mut self, first: usize, present: &[u64], words: &[u64]) -> u64 {
+        let held = self.held();
         let (mut refused, mut next) = (0, 0);
         for (g, &bits) in present.iter().enumerate() {
             let at = first + g * 64;
-            if bits == u64::MAX {
-                let Some(run) = words.get(next..next + 64) else {
+            let n = bits.count_ones() as usize;
+            let inside = at >= held.start && at + 64 <= held.end;
+            if bits == u64::MAX || (inside && n >= DENSE_GROUP) {
+                let Some(carried) = words.get(next..next + n) else {
                     return refused;
                 };
-                refused += self.or_run(at, run);
-                next += 64;
+                next += n;
+                if bits == u64::MAX {
+                    refused += self.or_run(at, carried);
+                    continue;
+                }
+                // Spread over the group's 64 words (absent ones zero) and OR as one run.
+                let mut run = [0u64; 64];
+                let mut rest = bits;
+                for &w in carried {
+                    run[rest.trailing_zeros() as usize] = w;
+                    rest &= rest - 1;
+                }
+                self.or_run(at, &run);
                 continue;
             }
             let mut rest = bits;
