@@ -1,8 +1,9 @@
-//! The one bit array every filter uses: `u64` words, union, fold, dirty-word tracking, serde.
+//! The one bit array every filter uses: `u64` words, union, fold, change tracking, serde.
 //!
-//! Bit `i` lives in word `i / 64` at bit `i % 64`. Dirty tracking records which words changed since
-//! the last [`Bits::drain_dirty`]; the dataflow sends exactly those words as a delta.
+//! Bit `i` lives in word `i / 64` at bit `i % 64`. Change tracking records which words changed
+//! since the last [`Bits::drain_changed`]; the dataflow sends exactly those words as a delta.
 
+use crate::changed::ChangedWords;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -295,34 +296,37 @@ impl Bits {
         }
     }
 
-    /// The indices of the words changed since the last drain (or since tracking started),
-    /// ascending; clears the record. Empty when tracking is off.
-    pub fn drain_dirty(&mut self) -> Vec<u32> {
-        let mut out: Vec<u32> = Vec::new();
+    /// The words changed since the last drain (or since tracking started); clears the record.
+    /// Empty when tracking is off.
+    pub fn drain_changed(&mut self) -> ChangedWords {
         let Dirty { lines, drained, .. } = &mut self.dirty;
-        for (c, chunk) in lines.chunks_mut(64).enumerate() {
+        let groups = if lines.is_empty() {
+            0
+        } else {
+            self.words.len().div_ceil(64)
+        };
+        let mut flags = vec![0u64; groups];
+        // 8 lines of 8 words make one flag word; a flagged line is compared branch-free.
+        for (g, (flag, chunk)) in flags.iter_mut().zip(lines.chunks_mut(8)).enumerate() {
             if chunk.iter().all(|&l| l == 0) {
                 continue;
             }
-            // Branch-free: every word of a flagged line is written out, and kept when changed.
-            let mut n = out.len();
-            out.resize(n + chunk.len() * 8, 0);
-            for (l, flag) in chunk.iter_mut().enumerate() {
-                if std::mem::take(flag) == 0 {
+            for (l, touched) in chunk.iter_mut().enumerate() {
+                if std::mem::take(touched) == 0 {
                     continue;
                 }
-                let first = (c * 64 + l) * 8;
+                let first = (g * 8 + l) * 8;
                 let last = (first + 8).min(self.words.len());
                 let (now, then) = (&self.words[first..last], &mut drained[first..last]);
+                let mut changed = 0u64;
                 for (i, (a, b)) in now.iter().zip(then.iter()).enumerate() {
-                    out[n] = (first + i) as u32;
-                    n += usize::from(a != b);
+                    changed |= u64::from(a != b) << i;
                 }
+                *flag |= changed << (l * 8);
                 then.copy_from_slice(now);
             }
-            out.truncate(n);
         }
-        out
+        ChangedWords::from_flags(flags)
     }
 
     /// Memory held, in bits: the words, and when tracking changes also the copy of them and
@@ -388,6 +392,10 @@ mod tests {
         assert_eq!(b.count_ones(), 2);
     }
 
+    fn drained(b: &mut Bits) -> Vec<usize> {
+        b.drain_changed().indices().collect()
+    }
+
     #[test]
     fn dirty_words_are_drained_once() {
         let mut b = Bits::new(1000);
@@ -395,15 +403,15 @@ mod tests {
         b.set(700);
         b.set(5);
         b.set(6);
-        assert_eq!(b.drain_dirty(), vec![0, 10]); // ascending, each once
-        assert!(b.drain_dirty().is_empty());
+        assert_eq!(drained(&mut b), vec![0, 10]); // ascending, each once
+        assert!(b.drain_changed().is_empty());
         b.set(5); // already set: no change
         b.set(64);
-        assert_eq!(b.drain_dirty(), vec![1]);
+        assert_eq!(drained(&mut b), vec![1]);
         let mut other = Bits::new(1000);
         other.set(999);
         b.union_with(&other).unwrap();
-        assert_eq!(b.drain_dirty(), vec![15]);
+        assert_eq!(drained(&mut b), vec![15]);
     }
 
     proptest! {
@@ -439,11 +447,12 @@ mod tests {
                         }
                     }
                 }
-                let expect: Vec<u32> = (0..before.len())
+                let expect: Vec<usize> = (0..before.len())
                     .filter(|&w| b.words()[w] != before[w])
-                    .map(|w| w as u32)
                     .collect();
-                prop_assert_eq!(b.drain_dirty(), expect);
+                let changed = b.drain_changed();
+                prop_assert_eq!(changed.count(), expect.len() as u64);
+                prop_assert_eq!(changed.indices().collect::<Vec<_>>(), expect);
                 before = b.words().to_vec();
             }
         }

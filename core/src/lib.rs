@@ -17,6 +17,7 @@
 pub mod alloc;
 pub mod bits;
 pub mod bloom;
+pub mod changed;
 pub mod error;
 pub mod hash;
 pub mod prefetch;

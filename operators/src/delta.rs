@@ -1,6 +1,7 @@
 //! Deltas: the words of a level that changed during one epoch, and the shipments carrying them.
 
 use crate::stats::LocalStats;
+use chronobloom_core::changed::ChangedWords;
 use chronobloom_core::temporal::Allocation;
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
@@ -53,40 +54,49 @@ pub enum DeltaWords {
 }
 
 impl DeltaWords {
-    /// Encodes the words of `level_words` whose indices are in `changed` (ascending) and inside
-    /// `range`, sparse, as a bitmap or dense, whichever has the fewest bytes ([`Self::wire_bytes`]).
-    /// `None` when no changed word falls in `range`.
-    pub fn encode(changed: &[u32], level_words: &[u64], range: Range<usize>) -> Option<Self> {
-        let lo = changed.partition_point(|&i| (i as usize) < range.start);
-        let hi = changed.partition_point(|&i| (i as usize) < range.end);
-        let inside = &changed[lo..hi];
-        if inside.is_empty() {
+    /// Encodes the words of `level_words` flagged in `changed` inside `range`, sparse, as a
+    /// bitmap or dense, whichever has the fewest bytes ([`Self::wire_bytes`]). `None` when no
+    /// changed word falls in `range`.
+    pub fn encode(
+        changed: &ChangedWords,
+        level_words: &[u64],
+        range: Range<usize>,
+    ) -> Option<Self> {
+        let c = changed.count_in(range.clone());
+        if c == 0 {
             return None;
         }
-        let c = inside.len() as u64;
         let n = range.len() as u64;
         let sparse_bytes = c * SPARSE_ENTRY_BYTES;
         let bitmap_bytes = n.div_ceil(64) * 8 + c * 8;
         let dense_bytes = n * 8;
+        let carried = |range: Range<usize>| {
+            let mut out = Vec::with_capacity(c as usize);
+            for (k, mut f) in changed.groups_in(range.clone()).enumerate() {
+                let base = range.start + 64 * k;
+                if f == u64::MAX {
+                    out.extend_from_slice(&level_words[base..base + 64]);
+                    continue;
+                }
+                while f != 0 {
+                    out.push(level_words[base + f.trailing_zeros() as usize]);
+                    f &= f - 1;
+                }
+            }
+            out
+        };
         Some(if sparse_bytes <= bitmap_bytes.min(dense_bytes) {
             DeltaWords::Sparse(
-                inside
-                    .iter()
-                    .map(|&i| (i, level_words[i as usize]))
+                changed
+                    .indices_in(range)
+                    .map(|i| (i as u32, level_words[i]))
                     .collect(),
             )
         } else if bitmap_bytes < dense_bytes {
-            let mut present = vec![0u64; range.len().div_ceil(64)];
-            let mut words = Vec::with_capacity(inside.len());
-            for &i in inside {
-                let j = i as usize - range.start;
-                present[j / 64] |= 1 << (j % 64);
-                words.push(level_words[i as usize]);
-            }
             DeltaWords::Bitmap {
                 first: range.start as u32,
-                present,
-                words,
+                present: changed.groups_in(range.clone()).collect(),
+                words: carried(range),
             }
         } else {
             DeltaWords::Dense {
@@ -201,34 +211,58 @@ impl Shipment {
 mod tests {
     use super::*;
 
+    /// The change record flagging `indices`.
+    fn changed(indices: &[usize]) -> ChangedWords {
+        let mut flags = vec![0u64; indices.iter().max().map_or(0, |m| m / 64 + 1)];
+        for &i in indices {
+            flags[i / 64] |= 1 << (i % 64);
+        }
+        ChangedWords::from_flags(flags)
+    }
+
     #[test]
     fn sparse_bitmap_or_dense_whichever_is_smallest() {
         let words: Vec<u64> = (0..10).collect();
-        let few = DeltaWords::encode(&[2, 7], &words, 0..10).unwrap();
+        let few = DeltaWords::encode(&changed(&[2, 7]), &words, 0..10).unwrap();
         assert_eq!(few, DeltaWords::Sparse(vec![(2, 2), (7, 7)]));
         assert_eq!(few.wire_bytes(), 24);
-        let many = DeltaWords::encode(&[0, 1, 2, 3, 4, 5, 6, 7], &words, 0..10).unwrap();
+        let many = DeltaWords::encode(&changed(&[0, 1, 2, 3, 4, 5, 6, 7]), &words, 0..10).unwrap();
         assert!(matches!(many, DeltaWords::Bitmap { first: 0, .. }));
         assert_eq!(many.wire_bytes(), 72);
-        let all: Vec<u32> = (0..10).collect();
-        let all = DeltaWords::encode(&all, &words, 0..10).unwrap();
+        let all: Vec<usize> = (0..10).collect();
+        let all = DeltaWords::encode(&changed(&all), &words, 0..10).unwrap();
         assert!(matches!(all, DeltaWords::Dense { first: 0, .. }));
         assert_eq!(all.wire_bytes(), 80);
-        let big: Vec<u64> = (0..1000).collect();
-        let changed: Vec<u32> = (0..1000).step_by(3).collect();
-        let bitmap = DeltaWords::encode(&changed, &big, 0..1000).unwrap();
-        assert!(matches!(bitmap, DeltaWords::Bitmap { first: 0, .. }));
-        assert_eq!(bitmap.wire_bytes(), 16 * 8 + 334 * 8);
-        assert_eq!(bitmap.len(), 334);
-        let mut got = vec![];
-        bitmap.for_each(|i, w| got.push((i as u32, w)));
-        let want: Vec<(u32, u64)> = changed.iter().map(|&i| (i, u64::from(i))).collect();
-        assert_eq!(got, want);
-        assert_eq!(DeltaWords::encode(&[2, 7], &words, 3..7), None);
+        assert_eq!(DeltaWords::encode(&changed(&[2, 7]), &words, 3..7), None);
         let mut seen = vec![];
-        DeltaWords::encode(&[3, 4, 5], &words, 3..6)
+        DeltaWords::encode(&changed(&[3, 4, 5]), &words, 3..6)
             .unwrap()
             .for_each(|i, w| seen.push((i, w)));
         assert_eq!(seen, vec![(3, 3), (4, 4), (5, 5)]);
+    }
+
+    /// Bitmaps over ranges that start anywhere (shards start on 8-word blocks, not on flag
+    /// words) carry exactly the changed words of the range.
+    #[test]
+    fn bitmaps_carry_exactly_the_changed_words_of_any_range() {
+        let big: Vec<u64> = (0..1000).collect();
+        let every_third: Vec<usize> = (0..1000).step_by(3).collect();
+        let c = changed(&every_third);
+        for range in [0..1000, 72..900, 8..65, 130..131, 999..1000] {
+            let want: Vec<(usize, u64)> = every_third
+                .iter()
+                .filter(|&&i| range.contains(&i))
+                .map(|&i| (i, i as u64))
+                .collect();
+            let mut got = vec![];
+            if let Some(d) = DeltaWords::encode(&c, &big, range.clone()) {
+                assert_eq!(d.len(), want.len());
+                d.for_each(|i, w| got.push((i, w)));
+            }
+            assert_eq!(got, want, "{range:?}");
+        }
+        let bitmap = DeltaWords::encode(&c, &big, 0..1000).unwrap();
+        assert!(matches!(bitmap, DeltaWords::Bitmap { first: 0, .. }));
+        assert_eq!(bitmap.wire_bytes(), 16 * 8 + 334 * 8);
     }
 }

@@ -420,7 +420,7 @@ impl LocalState {
                 let Some(f) = pbf.level_mut(level) else {
                     continue;
                 };
-                let changed = f.bits_mut().drain_dirty();
+                let changed = f.bits_mut().drain_changed();
                 if changed.is_empty() {
                     continue;
                 }

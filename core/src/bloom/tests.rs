@@ -269,7 +269,12 @@ fn blocked_inserts_mark_exactly_the_changed_words() {
             }
         }
     }
-    let mut dirty = f.bits_mut().drain_dirty();
+    let mut dirty: Vec<u32> = f
+        .bits_mut()
+        .drain_changed()
+        .indices()
+        .map(|i| i as u32)
+        .collect();
     dirty.sort_unstable();
     expect.sort_unstable();
     assert_eq!(dirty, expect);
@@ -434,7 +439,10 @@ fn insert_mixed_equals_one_by_one_inserts() {
                 batch.bits().words(),
                 "{layout:?}, k = {hashes}"
             );
-            assert_eq!(one.bits_mut().drain_dirty(), batch.bits_mut().drain_dirty());
+            assert_eq!(
+                one.bits_mut().drain_changed(),
+                batch.bits_mut().drain_changed()
+            );
         }
     }
 }

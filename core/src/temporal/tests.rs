@@ -387,7 +387,7 @@ proptest! {
                 match (one.level_mut(l), batch.level_mut(l)) {
                     (Some(a), Some(b)) => {
                         prop_assert_eq!(a.bits().words(), b.bits().words());
-                        prop_assert_eq!(a.bits_mut().drain_dirty(), b.bits_mut().drain_dirty());
+                        prop_assert_eq!(a.bits_mut().drain_changed(), b.bits_mut().drain_changed());
                     }
                     (None, None) => {}
                     _ => prop_assert!(false, "level {} differs in presence", l),
