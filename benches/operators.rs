@@ -6,7 +6,7 @@
 //! (default 100) over the first `TICKS` ticks (default 86,400), for both placements, both level
 //! layouts and 1 and 2 workers (digest off, plus one run per layout with it on); each `RUN` given
 //! keeps only the runs whose `placement/layout/workers/digest=bool` name contains it and the probes
-//! it names exactly (`memory_floor`, `core_insert`, `core_scaling`). Each worker generates its own share of every
+//! it names exactly (`memory_floor`, `core_insert`, `core_scaling`, `real`). Each worker generates its own share of every
 //! tick (record i of tick t goes to worker i mod n) and runs at most `LAG` epochs ahead of the
 //! slowest worker, so workers do not lock-step at every epoch. Real: `data/real.pcap` (fetch with
 //! `scripts/fetch-traces.sh`), source addresses at 10 ms ticks, 2 workers, when the file exists.
@@ -183,7 +183,7 @@ fn main() {
     if probe("core_scaling") {
         core_scaling();
     }
-    if !names.is_empty() {
+    if !probe("real") {
         return;
     }
     match real_trace("data/real.pcap") {

@@ -59,16 +59,17 @@ impl PartialEq for Bits {
 
 impl Eq for Bits {}
 
-/// Which words changed since the last drain. Writes only flag the 8-word line they touch, with a
-/// plain store (no read of the word, no branch on it: the word's cache line is usually still
-/// missing, and a dependent flag update would hold the insert up); draining compares the flagged
-/// lines with a copy of the words as of the previous drain. The copy doubles the memory of a
-/// tracked array; draining costs `len / 512` flag bytes plus 8 words per flagged line.
+/// Which words changed since the last drain. Writes only flag the 8-word line they touch (a bit
+/// per line, set without reading the word: the word's cache line is usually still missing, and
+/// a flag that depended on it would hold the insert up); draining compares the flagged lines with
+/// a copy of the words as of the previous drain. The copy doubles the memory of a tracked array;
+/// draining costs `len / 32768` flag words plus 8 words per flagged line.
 #[derive(Debug, Clone, Default)]
 struct Dirty {
     enabled: bool,
-    /// One byte per 8-word line, non-zero when written since the last drain.
-    lines: Vec<u8>,
+    /// Bit `l % 64` of word `l / 64`: line `l` (words `8 l ..8 l + 8`) written since the last
+    /// drain.
+    lines: Vec<u64>,
     /// The words as of the last drain (or of `track_dirty`).
     drained: Vec<u64>,
 }
@@ -78,8 +79,9 @@ impl Dirty {
     #[inline]
     fn touch(&mut self, word: usize) {
         if self.enabled {
-            if let Some(l) = self.lines.get_mut(word / 8) {
-                *l = 1;
+            let line = word / 8;
+            if let Some(l) = self.lines.get_mut(line / 64) {
+                *l |= 1 << (line % 64);
             }
         }
     }
@@ -284,13 +286,13 @@ impl Bits {
         Ok(out)
     }
 
-    /// Starts recording which words change; recording is off by default (it costs a flag store
+    /// Starts recording which words change; recording is off by default (it costs a flag update
     /// per write and a copy of the words, see [`Self::memory_bits`]).
     pub fn track_dirty(&mut self) {
         if !self.dirty.enabled {
             self.dirty = Dirty {
                 enabled: true,
-                lines: vec![0; self.words.len().div_ceil(8)],
+                lines: vec![0; self.words.len().div_ceil(8).div_ceil(64)],
                 drained: self.words.clone(),
             };
         }
@@ -299,40 +301,40 @@ impl Bits {
     /// The words changed since the last drain (or since tracking started); clears the record.
     /// Empty when tracking is off.
     pub fn drain_changed(&mut self) -> ChangedWords {
+        let mut out = ChangedWords::default();
         let Dirty { lines, drained, .. } = &mut self.dirty;
-        let groups = if lines.is_empty() {
-            0
-        } else {
-            self.words.len().div_ceil(64)
-        };
-        let mut flags = vec![0u64; groups];
-        // 8 lines of 8 words make one flag word; a flagged line is compared branch-free.
-        for (g, (flag, chunk)) in flags.iter_mut().zip(lines.chunks_mut(8)).enumerate() {
-            if chunk.iter().all(|&l| l == 0) {
-                continue;
-            }
-            for (l, touched) in chunk.iter_mut().enumerate() {
-                if std::mem::take(touched) == 0 {
-                    continue;
-                }
-                let first = (g * 8 + l) * 8;
-                let last = (first + 8).min(self.words.len());
-                let (now, then) = (&self.words[first..last], &mut drained[first..last]);
+        // A flag word covers 64 lines, 512 words: 8 groups of 64 words, each built from 8 lines
+        // compared branch-free.
+        for (w, flags) in lines.iter_mut().enumerate() {
+            let mut rest = std::mem::take(flags);
+            while rest != 0 {
+                let group = (w * 64 + rest.trailing_zeros() as usize) / 8;
                 let mut changed = 0u64;
-                for (i, (a, b)) in now.iter().zip(then.iter()).enumerate() {
-                    changed |= u64::from(a != b) << i;
+                for l in group * 8..group * 8 + 8 {
+                    if rest >> (l - w * 64) & 1 == 0 {
+                        continue;
+                    }
+                    let first = l * 8;
+                    let last = (first + 8).min(self.words.len());
+                    let (now, then) = (&self.words[first..last], &mut drained[first..last]);
+                    let mut line = 0u64;
+                    for (i, (a, b)) in now.iter().zip(then.iter()).enumerate() {
+                        line |= u64::from(a != b) << i;
+                    }
+                    changed |= line << ((l % 8) * 8);
+                    then.copy_from_slice(now);
                 }
-                *flag |= changed << (l * 8);
-                then.copy_from_slice(now);
+                rest &= !(0xff << ((group % 8) * 8));
+                out.push(group as u32, changed);
             }
         }
-        ChangedWords::from_flags(flags)
+        out
     }
 
     /// Memory held, in bits: the words, and when tracking changes also the copy of them and
     /// the line flags.
     pub fn memory_bits(&self) -> u64 {
-        let record = self.dirty.drained.len() as u64 * 64 + self.dirty.lines.len() as u64 * 8;
+        let record = (self.dirty.drained.len() + self.dirty.lines.len()) as u64 * 64;
         self.words.len() as u64 * 64 + record
     }
 }

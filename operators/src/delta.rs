@@ -70,21 +70,6 @@ impl DeltaWords {
         let sparse_bytes = c * SPARSE_ENTRY_BYTES;
         let bitmap_bytes = n.div_ceil(64) * 8 + c * 8;
         let dense_bytes = n * 8;
-        let carried = |range: Range<usize>| {
-            let mut out = Vec::with_capacity(c as usize);
-            for (k, mut f) in changed.groups_in(range.clone()).enumerate() {
-                let base = range.start + 64 * k;
-                if f == u64::MAX {
-                    out.extend_from_slice(&level_words[base..base + 64]);
-                    continue;
-                }
-                while f != 0 {
-                    out.push(level_words[base + f.trailing_zeros() as usize]);
-                    f &= f - 1;
-                }
-            }
-            out
-        };
         Some(if sparse_bytes <= bitmap_bytes.min(dense_bytes) {
             DeltaWords::Sparse(
                 changed
@@ -93,10 +78,24 @@ impl DeltaWords {
                     .collect(),
             )
         } else if bitmap_bytes < dense_bytes {
+            let present = changed.bitmap_in(range.clone());
+            let mut words = Vec::with_capacity(c as usize);
+            for (k, &f) in present.iter().enumerate() {
+                let base = range.start + 64 * k;
+                if f == u64::MAX {
+                    words.extend_from_slice(&level_words[base..base + 64]);
+                    continue;
+                }
+                let mut rest = f;
+                while rest != 0 {
+                    words.push(level_words[base + rest.trailing_zeros() as usize]);
+                    rest &= rest - 1;
+                }
+            }
             DeltaWords::Bitmap {
                 first: range.start as u32,
-                present: changed.groups_in(range.clone()).collect(),
-                words: carried(range),
+                present,
+                words,
             }
         } else {
             DeltaWords::Dense {
@@ -217,7 +216,7 @@ mod tests {
         for &i in indices {
             flags[i / 64] |= 1 << (i % 64);
         }
-        ChangedWords::from_flags(flags)
+        ChangedWords::from_flags(&flags)
     }
 
     #[test]
