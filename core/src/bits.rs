@@ -59,17 +59,19 @@ impl PartialEq for Bits {
 
 impl Eq for Bits {}
 
-/// Which words changed since the last drain. Writes only flag the 8-word line they touch (a bit
-/// per line, set without reading the word: the word's cache line is usually still missing, and
-/// a flag that depended on it would hold the insert up); draining compares the flagged lines with
-/// a copy of the words as of the previous drain. The copy doubles the memory of a tracked array;
-/// draining costs `len / 32768` flag words plus 8 words per flagged line.
+/// Which words changed since the last drain. Writes only flag the 8-word line they touch, with a
+/// plain byte store (no read of the word: its cache line is usually still missing, and a flag
+/// that depended on it would hold the insert up; and no read-modify-write of a shared flag word,
+/// whose updates would queue behind each other); draining reads the flags 8 lines (64 words) at a
+/// time and compares the flagged lines with a copy of the words as of the previous drain. The
+/// copy doubles the memory of a tracked array; draining costs `len / 64` flag reads plus 8 words
+/// per flagged line.
 #[derive(Debug, Clone, Default)]
 struct Dirty {
     enabled: bool,
-    /// Bit `l % 64` of word `l / 64`: line `l` (words `8 l ..8 l + 8`) written since the last
-    /// drain.
-    lines: Vec<u64>,
+    /// One byte per 8-word line (padded to whole groups of 8 lines), non-zero when written since
+    /// the last drain.
+    lines: Vec<u8>,
     /// The words as of the last drain (or of `track_dirty`).
     drained: Vec<u64>,
 }
@@ -79,9 +81,8 @@ impl Dirty {
     #[inline]
     fn touch(&mut self, word: usize) {
         if self.enabled {
-            let line = word / 8;
-            if let Some(l) = self.lines.get_mut(line / 64) {
-                *l |= 1 << (line % 64);
+            if let Some(l) = self.lines.get_mut(word / 8) {
+                *l = 1;
             }
         }
     }
@@ -286,13 +287,13 @@ impl Bits {
         Ok(out)
     }
 
-    /// Starts recording which words change; recording is off by default (it costs a flag update
+    /// Starts recording which words change; recording is off by default (it costs a flag store
     /// per write and a copy of the words, see [`Self::memory_bits`]).
     pub fn track_dirty(&mut self) {
         if !self.dirty.enabled {
             self.dirty = Dirty {
                 enabled: true,
-                lines: vec![0; self.words.len().div_ceil(8).div_ceil(64)],
+                lines: vec![0; self.words.len().div_ceil(64) * 8],
                 drained: self.words.clone(),
             };
         }
@@ -303,30 +304,30 @@ impl Bits {
     pub fn drain_changed(&mut self) -> ChangedWords {
         let mut out = ChangedWords::default();
         let Dirty { lines, drained, .. } = &mut self.dirty;
-        // A flag word covers 64 lines, 512 words: 8 groups of 64 words, each built from 8 lines
-        // compared branch-free.
-        for (w, flags) in lines.iter_mut().enumerate() {
-            let mut rest = std::mem::take(flags);
-            while rest != 0 {
-                let group = (w * 64 + rest.trailing_zeros() as usize) / 8;
-                let mut changed = 0u64;
-                for l in group * 8..group * 8 + 8 {
-                    if rest >> (l - w * 64) & 1 == 0 {
-                        continue;
-                    }
-                    let first = l * 8;
-                    let last = (first + 8).min(self.words.len());
-                    let (now, then) = (&self.words[first..last], &mut drained[first..last]);
-                    let mut line = 0u64;
-                    for (i, (a, b)) in now.iter().zip(then.iter()).enumerate() {
-                        line |= u64::from(a != b) << i;
-                    }
-                    changed |= line << ((l % 8) * 8);
-                    then.copy_from_slice(now);
-                }
-                rest &= !(0xff << ((group % 8) * 8));
-                out.push(group as u32, changed);
+        // 8 line flags, read as one word, make a group of 64 words; a flagged line is compared
+        // branch-free.
+        for (group, flags) in lines.chunks_exact_mut(8).enumerate() {
+            let mut read = [0u8; 8];
+            read.copy_from_slice(flags);
+            if u64::from_ne_bytes(read) == 0 {
+                continue;
             }
+            let mut changed = 0u64;
+            for (l, flag) in flags.iter_mut().enumerate() {
+                if std::mem::take(flag) == 0 {
+                    continue;
+                }
+                let first = (group * 8 + l) * 8;
+                let last = (first + 8).min(self.words.len());
+                let (now, then) = (&self.words[first..last], &mut drained[first..last]);
+                let mut line = 0u64;
+                for (i, (a, b)) in now.iter().zip(then.iter()).enumerate() {
+                    line |= u64::from(a != b) << i;
+                }
+                changed |= line << (l * 8);
+                then.copy_from_slice(now);
+            }
+            out.push(group as u32, changed);
         }
         out
     }
@@ -334,7 +335,7 @@ impl Bits {
     /// Memory held, in bits: the words, and when tracking changes also the copy of them and
     /// the line flags.
     pub fn memory_bits(&self) -> u64 {
-        let record = (self.dirty.drained.len() + self.dirty.lines.len()) as u64 * 64;
+        let record = self.dirty.drained.len() as u64 * 64 + self.dirty.lines.len() as u64 * 8;
         self.words.len() as u64 * 64 + record
     }
 }
