@@ -610,6 +610,8 @@ struct DecideState<D> {
     order: Vec<(u32, usize)>,
     /// Scratch space of `by_shard`.
     keyed: Vec<(u32, usize)>,
+    /// Records of the last decided tick.
+    last_tick_len: usize,
 }
 
 impl<D: ExchangeData> DecideState<D> {
@@ -634,6 +636,7 @@ impl<D: ExchangeData> DecideState<D> {
             repeats: Vec::new(),
             order: Vec::new(),
             keyed: Vec::new(),
+            last_tick_len: 0,
         }
     }
 
@@ -673,11 +676,12 @@ impl<D: ExchangeData> DecideState<D> {
             }
         }
         if let Some(tick) = self.ticks.get_mut(&t) {
+            // Room for as many records as the last decided tick had: a tick's batches are
+            // appended without regrowing the vector.
             if tick.records.is_empty() {
-                std::mem::swap(&mut tick.records, batch);
-            } else {
-                tick.records.append(batch);
+                tick.records.reserve(self.last_tick_len.max(batch.len()));
             }
+            tick.records.append(batch);
         }
     }
 
@@ -823,6 +827,7 @@ impl<D: ExchangeData> DecideState<D> {
         }
         let same_tick = self.resolve_repeats(&records, &mut repeats, &mut fresh);
         let total = records.len() as u64;
+        self.last_tick_len = records.len();
         let mut i = 0;
         records.retain(|_| {
             i += 1;
