@@ -2,6 +2,7 @@
 //! blocked layout for speed ([`Layout`], chosen per [`BloomFilter`]; the older standalone
 //! [`BlockedBloomFilter`] is kept for the Bloom benchmarks). All sit behind [`Filter`].
 
+mod batch;
 mod blocked;
 mod layout;
 mod shape;

@@ -1,0 +1,110 @@
+//! The batch insert of [`BloomFilter`]: many keys at one temporal bucket, the lines of 16–32 keys
+//! prefetched before their bits are set, so that their cache misses overlap, and the hash count
+//! unrolled for 1–8.
+
+use super::layout::{block_seed, BLOCK_WORDS};
+use super::{BloomFilter, Layout};
+use crate::hash::{BucketMix, KeyHash};
+
+/// Evaluates `body` with the const `K` equal to `k` when `k` is 1 to 8 (loops over `K` unroll),
+/// and with `K = 0` (meaning "read the hash count at run time") otherwise.
+macro_rules! by_hashes {
+    ($k:expr, |$K:ident| $body:expr) => {
+        match $k {
+            1 => by_hashes!(@ $K = 1, $body),
+            2 => by_hashes!(@ $K = 2, $body),
+            3 => by_hashes!(@ $K = 3, $body),
+            4 => by_hashes!(@ $K = 4, $body),
+            5 => by_hashes!(@ $K = 5, $body),
+            6 => by_hashes!(@ $K = 6, $body),
+            7 => by_hashes!(@ $K = 7, $body),
+            8 => by_hashes!(@ $K = 8, $body),
+            _ => by_hashes!(@ $K = 0, $body),
+        }
+    };
+    (@ $K:ident = $v:literal, $body:expr) => {{
+        const $K: usize = $v;
+        $body
+    }};
+}
+
+pub(super) use by_hashes;
+
+impl BloomFilter {
+    /// Inserts `hash.at_mixed(mix)` for each hash of `hashes`: the bits [`super::Filter::insert_hash`]
+    /// sets on each, in one loop per layout (the layout is checked once, the insert inlined).
+    ///
+    /// ```
+    /// use chronobloom_core::bloom::{BloomFilter, Filter};
+    /// use chronobloom_core::hash::{BucketMix, KeyHash};
+    /// let keys: Vec<KeyHash> = (0..10u64).map(|k| KeyHash::of(&k, 0)).collect();
+    /// let mut f = BloomFilter::new(1_000, 3, 0).unwrap();
+    /// f.insert_mixed(&keys, BucketMix::of(5));
+    /// assert!(keys.iter().all(|h| f.contains_hash(h.at(5))));
+    /// ```
+    pub fn insert_mixed(&mut self, hashes: &[KeyHash], mix: BucketMix) {
+        match self.layout {
+            // The common hash counts get loops the compiler unrolls.
+            Layout::Blocked => {
+                by_hashes!(self.hashes, |K| self.insert_blocked_batch::<K>(hashes, mix))
+            }
+            Layout::Standard => {
+                by_hashes!(self.hashes, |K| self
+                    .insert_standard_batch::<K>(hashes, mix))
+            }
+        }
+    }
+
+    /// [`Self::insert_mixed`] for the blocked layout with `K` hashes (`K = 0`: `self.hashes`).
+    /// The blocks of 32 keys are prefetched before their bits are set, so their cache misses
+    /// overlap.
+    #[inline]
+    fn insert_blocked_batch<const K: usize>(&mut self, hashes: &[KeyHash], mix: BucketMix) {
+        const CHUNK: usize = 32;
+        let mut todo = [(0usize, 0u64); CHUNK];
+        for chunk in hashes.chunks(CHUNK) {
+            for (slot, &h) in todo.iter_mut().zip(chunk) {
+                // Only `lo` is used (step 5): the compiler drops the mixing of `hi`.
+                let lo = h.at_mixed(mix).lo;
+                let first = self.modulus.reduce(lo) as usize * BLOCK_WORDS;
+                self.bits.prefetch(first);
+                *slot = (first, block_seed(lo));
+            }
+            for &(first, g) in &todo[..chunk.len()] {
+                self.set_block::<K>(first, g);
+            }
+        }
+    }
+
+    /// [`Self::insert_mixed`] for the standard layout with `K` hashes: the probe words of 16 keys
+    /// are prefetched before their bits are set. `K = 0`: `self.hashes`, one key at a time.
+    #[inline]
+    fn insert_standard_batch<const K: usize>(&mut self, hashes: &[KeyHash], mix: BucketMix) {
+        const CHUNK: usize = 16;
+        if K == 0 {
+            for &h in hashes {
+                for p in h.at_mixed(mix).probes(self.hashes, self.modulus) {
+                    self.bits.set(p);
+                }
+            }
+            return;
+        }
+        let mut todo = [[0u64; K]; CHUNK];
+        for chunk in hashes.chunks(CHUNK) {
+            for (slot, &h) in todo.iter_mut().zip(chunk) {
+                for (p, q) in slot
+                    .iter_mut()
+                    .zip(h.at_mixed(mix).probes(K as u32, self.modulus))
+                {
+                    self.bits.prefetch((q / 64) as usize);
+                    *p = q;
+                }
+            }
+            for slot in &todo[..chunk.len()] {
+                for &p in slot {
+                    self.bits.set(p);
+                }
+            }
+        }
+    }
+}
