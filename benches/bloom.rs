@@ -113,47 +113,33 @@ trait Contender: Clone {
     fn describe(&self) -> String;
 }
 
-impl Contender for BloomFilter {
-    fn empty() -> Self {
-        BloomFilter::with_fpr(ITEMS, FPR, SEED).unwrap()
-    }
-    #[inline]
-    fn put(&mut self, key: u64) {
-        self.insert(&key);
-    }
-    #[inline]
-    fn has(&self, key: u64) -> bool {
-        self.contains(&key)
-    }
-    #[inline]
-    fn has_hash(&self, hash: u64) -> bool {
-        self.contains_hash(widen(hash))
-    }
-    fn describe(&self) -> String {
-        format!("m = {} bits, k = {}", self.bit_len(), self.hashes())
-    }
+/// `Contender` for our filter types, which share the `Filter` operations and `with_fpr`.
+macro_rules! ours {
+    ($($t:ty),*) => {$(
+        impl Contender for $t {
+            fn empty() -> Self {
+                <$t>::with_fpr(ITEMS, FPR, SEED).unwrap()
+            }
+            #[inline]
+            fn put(&mut self, key: u64) {
+                self.insert(&key);
+            }
+            #[inline]
+            fn has(&self, key: u64) -> bool {
+                self.contains(&key)
+            }
+            #[inline]
+            fn has_hash(&self, hash: u64) -> bool {
+                self.contains_hash(widen(hash))
+            }
+            fn describe(&self) -> String {
+                format!("m = {} bits, k = {}", self.bit_len(), self.hashes())
+            }
+        }
+    )*};
 }
 
-impl Contender for BlockedBloomFilter {
-    fn empty() -> Self {
-        BlockedBloomFilter::with_fpr(ITEMS, FPR, SEED).unwrap()
-    }
-    #[inline]
-    fn put(&mut self, key: u64) {
-        self.insert(&key);
-    }
-    #[inline]
-    fn has(&self, key: u64) -> bool {
-        self.contains(&key)
-    }
-    #[inline]
-    fn has_hash(&self, hash: u64) -> bool {
-        self.contains_hash(widen(hash))
-    }
-    fn describe(&self) -> String {
-        format!("m = {} bits, k = {}", self.bit_len(), self.hashes())
-    }
-}
+ours!(BloomFilter, BlockedBloomFilter);
 
 impl Contender for FastBloom {
     fn empty() -> Self {

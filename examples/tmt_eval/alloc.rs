@@ -82,6 +82,20 @@ pub fn whole(
         return Err("--alloc online learns from earlier partitions: give --partition-len".into());
     }
     let hash = |k: &String| KeyHash::of(k.as_str(), args.seed);
+    // Feeds a workload the data and the learning queries, and times solving its allocation.
+    macro_rules! solved {
+        ($workload:expr) => {{
+            let mut w = $workload;
+            for (t, k) in data {
+                w.insert(hash(k), *t)?;
+            }
+            learn.iter().for_each(|&q| w.query(q));
+            let stats = w.stats();
+            let t1 = Instant::now();
+            let alloc = strategy(args.alloc).allocate(&stats, args.bits, args.k_max)?;
+            (alloc, t1.elapsed())
+        }};
+    }
     let t0 = Instant::now();
     let (filter, solve): (Box<dyn TemporalFilter>, Duration) = match args.structure {
         Structure::Sbf => {
@@ -92,30 +106,14 @@ pub fn whole(
             (Box::new(Sbf::new(args.bits, k, args.seed)?), t0.elapsed())
         }
         Structure::Pbf1 => {
-            let mut w = Pbf1Workload::new(horizon, args.g)?;
-            for (t, k) in data {
-                w.insert(hash(k), *t)?;
-            }
-            learn.iter().for_each(|&q| w.query(q));
-            let stats = w.stats();
-            let t1 = Instant::now();
-            let alloc = strategy(args.alloc).allocate(&stats, args.bits, args.k_max)?;
-            let solve = t1.elapsed();
+            let (alloc, solve) = solved!(Pbf1Workload::new(horizon, args.g)?);
             (
                 Box::new(Pbf1::new(horizon, args.g, &alloc, args.seed)?),
                 solve,
             )
         }
         Structure::Pbf2 => {
-            let mut w = Pbf2Workload::new(horizon)?;
-            for (t, k) in data {
-                w.insert(hash(k), *t)?;
-            }
-            learn.iter().for_each(|&q| w.query(q));
-            let stats = w.stats();
-            let t1 = Instant::now();
-            let alloc = strategy(args.alloc).allocate(&stats, args.bits, args.k_max)?;
-            let solve = t1.elapsed();
+            let (alloc, solve) = solved!(Pbf2Workload::new(horizon)?);
             (Box::new(Pbf2::new(horizon, &alloc, args.seed)?), solve)
         }
     };

@@ -283,23 +283,28 @@ fn optimal_beats_uniform_on_a_skewed_pbf2_workload() {
     for r in ranges(horizon, 2_000, 64, 6) {
         w.query(r);
     }
-    let stats = w.stats();
-    let budget = 8 * 20_000 * 4;
-    let fpr =
-        |s: Strategy| predicted_fpr(&s.allocate(&stats, budget, 16).unwrap(), &stats).unwrap();
+    let a = optimal_clearly_wins(&w.stats(), 8 * 20_000 * 4, &format!("PBF-2 T={horizon}"));
+    assert!(Pbf2::new(horizon, &a, 7).is_ok());
+}
+
+/// The optimal allocation of `budget` bits predicts a lower FPR than the proportional one and
+/// less than half the uniform one's on `stats`; returns it.
+fn optimal_clearly_wins(stats: &[FilterStats], budget: u64, what: &str) -> Allocation {
+    let fpr = |s: Strategy| predicted_fpr(&s.allocate(stats, budget, 16).unwrap(), stats).unwrap();
     let (opt, prop, uni) = (
         fpr(Strategy::Optimal),
         fpr(Strategy::Proportional),
         fpr(Strategy::Uniform),
     );
-    println!("PBF-2 T={horizon}, {budget} bits: optimal {opt:.3e}, proportional {prop:.3e}, uniform {uni:.3e}");
+    println!(
+        "{what}, {budget} bits: optimal {opt:.3e}, proportional {prop:.3e}, uniform {uni:.3e}"
+    );
     assert!(opt < uni && opt <= prop);
     assert!(
         opt < 0.5 * uni,
         "optimal {opt} is not clearly better than uniform {uni}"
     );
-    let a = Strategy::Optimal.allocate(&stats, budget, 16).unwrap();
-    assert!(Pbf2::new(horizon, &a, 7).is_ok());
+    Strategy::Optimal.allocate(stats, budget, 16).unwrap()
 }
 
 #[test]
@@ -312,22 +317,8 @@ fn optimal_beats_uniform_on_a_skewed_pbf1_workload() {
     for r in ranges(horizon, 2_000, 256, 9) {
         w.query(r);
     }
-    let stats = w.stats();
-    let budget = 10 * 20_000 * 4;
-    let fpr =
-        |s: Strategy| predicted_fpr(&s.allocate(&stats, budget, 16).unwrap(), &stats).unwrap();
-    let (opt, prop, uni) = (
-        fpr(Strategy::Optimal),
-        fpr(Strategy::Proportional),
-        fpr(Strategy::Uniform),
-    );
-    println!("PBF-1 T={horizon} g={g}, {budget} bits: optimal {opt:.3e}, proportional {prop:.3e}, uniform {uni:.3e}");
-    assert!(opt < uni && opt <= prop);
-    assert!(
-        opt < 0.5 * uni,
-        "optimal {opt} is not clearly better than uniform {uni}"
-    );
-    let a = Strategy::Optimal.allocate(&stats, budget, 16).unwrap();
+    let what = format!("PBF-1 T={horizon} g={g}");
+    let a = optimal_clearly_wins(&w.stats(), 10 * 20_000 * 4, &what);
     assert!(Pbf1::new(horizon, g, &a, 7).is_ok());
 }
 

@@ -326,6 +326,27 @@ where
     assert_no_false_negatives(&bin, recs, spans)
 }
 
+/// Inserts the records before tick 1024 into `a` and the rest into `b`, then merges the two.
+fn split_and_merge(mut a: Pbf2, mut b: Pbf2, recs: &[(u16, u64)]) -> Pbf2 {
+    for &(k, t) in recs {
+        if t < 1024 {
+            a.insert(&k, t).unwrap()
+        } else {
+            b.insert(&k, t).unwrap()
+        }
+    }
+    a.merge_adjacent(&b).unwrap()
+}
+
+/// Inserts the records into `p` sorted by tick (a partitioned filter takes ticks in order).
+fn insert_in_tick_order<S: AllocationStrategy>(p: &mut PartitionedPbf2<S>, recs: &[(u16, u64)]) {
+    let mut sorted = recs.to_vec();
+    sorted.sort_by_key(|r| r.1);
+    for &(k, t) in &sorted {
+        p.insert(&k, t).unwrap();
+    }
+}
+
 fn spans() -> impl Strategy<Value = Vec<(u64, u64)>> {
     proptest::collection::vec((0u64..300, 0u64..300), 1..20)
 }
@@ -609,12 +630,9 @@ proptest! {
         let levels = Pbf2::levels_for(1024).unwrap() as usize;
         let a_alloc = Allocation::new(vec![FilterShape::new(3000, 5).unwrap(); levels]).unwrap();
         let b_alloc = Allocation::new(vec![FilterShape::new(1200, 3).unwrap(); levels]).unwrap();
-        let mut a = Pbf2::starting_at(0, 1024, &a_alloc, seed).unwrap();
-        let mut b = Pbf2::starting_at(1024, 1024, &b_alloc, seed).unwrap();
-        for &(k, t) in &recs {
-            if t < 1024 { a.insert(&k, t).unwrap() } else { b.insert(&k, t).unwrap() }
-        }
-        let m = a.merge_adjacent(&b).unwrap();
+        let a = Pbf2::starting_at(0, 1024, &a_alloc, seed).unwrap();
+        let b = Pbf2::starting_at(1024, 1024, &b_alloc, seed).unwrap();
+        let m = split_and_merge(a, b, &recs);
         prop_assert_eq!(m.level(0).unwrap().bit_len(), 600); // gcd(3000, 1200)
         prop_assert_eq!(m.level(0).unwrap().hashes(), 3);
         assert_no_false_negatives(&m, &recs, &sp)?;
@@ -622,10 +640,8 @@ proptest! {
 
     #[test]
     fn partitioned_merges_under_budget_without_false_negatives(recs in records(4000), sp in spans()) {
-        let mut sorted = recs.clone();
-        sorted.sort_by_key(|r| r.1);
         let mut p = PartitionedPbf2::new(partition_cfg(Some(20_000), None), Alternating).unwrap();
-        for &(k, t) in &sorted { p.insert(&k, t).unwrap(); }
+        insert_in_tick_order(&mut p, &recs);
         prop_assert!(p.memory_bits() <= 20_000 || p.spans().count() == 1);
         assert_no_false_negatives(&p, &recs, &sp)?;
     }
@@ -941,12 +957,9 @@ proptest! {
     #[test]
     fn blocked_merge_adjacent_keeps_every_key(recs in records(2048), sp in spans(), seed in any::<u64>()) {
         let levels = Pbf2::levels_for(1024).unwrap() as usize;
-        let mut a = Pbf2::with_layout(0, 1024, &blocked_alloc(levels, 6, 5), seed, Layout::Blocked).unwrap();
-        let mut b = Pbf2::with_layout(1024, 1024, &blocked_alloc(levels, 4, 3), seed, Layout::Blocked).unwrap();
-        for &(k, t) in &recs {
-            if t < 1024 { a.insert(&k, t).unwrap() } else { b.insert(&k, t).unwrap() }
-        }
-        let m = a.merge_adjacent(&b).unwrap();
+        let a = Pbf2::with_layout(0, 1024, &blocked_alloc(levels, 6, 5), seed, Layout::Blocked).unwrap();
+        let b = Pbf2::with_layout(1024, 1024, &blocked_alloc(levels, 4, 3), seed, Layout::Blocked).unwrap();
+        let m = split_and_merge(a, b, &recs);
         prop_assert_eq!(m.level(0).unwrap().bit_len(), 2 * BLOCK_BITS); // gcd(6, 4) blocks
         prop_assert_eq!(m.level(0).unwrap().hashes(), 3);
         assert_no_false_negatives(&m, &recs, &sp)?;
@@ -954,11 +967,9 @@ proptest! {
 
     #[test]
     fn blocked_partitioned_merges_under_budget_without_false_negatives(recs in records(4000), sp in spans()) {
-        let mut sorted = recs.clone();
-        sorted.sort_by_key(|r| r.1);
         let cfg = PartitionConfig { partition_bits: 60_000, ..partition_cfg(Some(200_000), None) };
         let mut p = PartitionedPbf2::with_layout(cfg, Alternating, Layout::Blocked).unwrap();
-        for &(k, t) in &sorted { p.insert(&k, t).unwrap(); }
+        insert_in_tick_order(&mut p, &recs);
         prop_assert!(p.memory_bits() <= 200_000 || p.spans().count() == 1);
         prop_assert!(p.spans().all(|(_, _, f)| f.layout() == Layout::Blocked));
         assert_no_false_negatives(&p, &recs, &sp)?;
