@@ -55,7 +55,8 @@ impl ChangedWords {
         self.count == 0
     }
 
-    /// The groups overlapping `range`, each as (its first word, its flags masked to `range`).
+    /// The groups with a changed word in `range`, each as (its first word, its flags masked to
+    /// `range`).
     fn overlapping(&self, range: Range<usize>) -> impl Iterator<Item = (usize, u64)> + '_ {
         let from = self
             .groups
@@ -71,6 +72,7 @@ impl ChangedWords {
                 let high = u64::MAX.checked_shr(above).unwrap_or(0);
                 (first, f & low & high)
             })
+            .filter(|&(_, f)| f != 0)
     }
 
     /// Number of changed words in `range`.
@@ -120,6 +122,17 @@ impl ChangedWords {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Empty and reversed ranges inside a flagged group hold nothing (and do not panic).
+    #[test]
+    fn empty_ranges_hold_nothing() {
+        let c = ChangedWords::from_flags(&[u64::MAX, u64::MAX]);
+        for range in [70..70, 5..5, 90..80] {
+            assert_eq!(c.count_in(range.clone()), 0);
+            assert_eq!(c.indices_in(range.clone()).count(), 0);
+            assert!(c.bitmap_in(range).is_empty());
+        }
+    }
 
     proptest! {
         /// Counting, listing and the bitmap of any range agree with the flags one by one.

@@ -54,14 +54,16 @@ pub enum DeltaWords {
 }
 
 impl DeltaWords {
-    /// Encodes the words of `level_words` flagged in `changed` inside `range`, sparse, as a
-    /// bitmap or dense, whichever has the fewest bytes ([`Self::wire_bytes`]). `None` when no
-    /// changed word falls in `range`.
+    /// Encodes the words of `level_words` flagged in `changed` inside `range` (clipped to
+    /// `level_words`), sparse, as a bitmap or dense, whichever has the fewest bytes
+    /// ([`Self::wire_bytes`]). `None` when no changed word falls in `range`.
     pub fn encode(
         changed: &ChangedWords,
         level_words: &[u64],
         range: Range<usize>,
     ) -> Option<Self> {
+        let len = level_words.len();
+        let range = range.start.min(len)..range.end.min(len);
         let c = changed.count_in(range.clone());
         if c == 0 {
             return None;
@@ -263,5 +265,26 @@ mod tests {
         let bitmap = DeltaWords::encode(&c, &big, 0..1000).unwrap();
         assert!(matches!(bitmap, DeltaWords::Bitmap { first: 0, .. }));
         assert_eq!(bitmap.wire_bytes(), 16 * 8 + 334 * 8);
+    }
+
+    /// A range or flags past the level's words are clipped to it, not a panic.
+    #[test]
+    fn ranges_past_the_level_are_clipped() {
+        let words: Vec<u64> = (0..10).collect();
+        let all: Vec<usize> = (0..20).collect();
+        let d = DeltaWords::encode(&changed(&all), &words, 0..30).unwrap();
+        assert_eq!(
+            d,
+            DeltaWords::Dense {
+                first: 0,
+                words: words.clone()
+            }
+        );
+        assert_eq!(DeltaWords::encode(&changed(&[15]), &words, 12..40), None);
+        let mut seen = vec![];
+        DeltaWords::encode(&changed(&[9, 15]), &words, 8..40)
+            .unwrap()
+            .for_each(|i, w| seen.push((i, w)));
+        assert_eq!(seen, vec![(9, 9)]);
     }
 }
