@@ -183,21 +183,22 @@ impl Bits {
         crate::prefetch::prefetch(&self.words, first);
     }
 
-    /// Sets bit `o` of the 8-word block starting at word `first` (a multiple of 8 inside the
-    /// array) for each offset `o < 512`: what [`Self::set`] does on each, with one bounds check
-    /// and, when tracking, one line flagged for the whole block.
+    /// The array's whole 8-word blocks, for blocked writes ([`Blocks`]): tracked or plain,
+    /// decided once for a batch of writes.
     #[inline]
-    pub(crate) fn set_in_block(&mut self, first: usize, offsets: impl IntoIterator<Item = u64>) {
-        debug_assert!(first.is_multiple_of(8));
-        let words: &mut [u64] = &mut self.words[first..];
-        let Some(block) = words.first_chunk_mut::<8>() else {
-            panic!("block at word {first} runs past the array");
-        };
-        for o in offsets {
-            block[(o >> 6) as usize & 7] |= 1u64 << (o & 63);
+    pub(crate) fn blocks(&mut self) -> Blocks<'_> {
+        let (blocks, _) = self.words.as_chunks_mut::<8>();
+        if self.dirty.enabled {
+            Blocks::Tracked(BlockWriter {
+                blocks,
+                lines: &mut self.dirty.lines,
+            })
+        } else {
+            Blocks::Plain(BlockWriter {
+                blocks,
+                lines: &mut [],
+            })
         }
-        // The block is one line of the change record (`first` is a multiple of 8).
-        self.dirty.touch(first);
     }
 
     /// Number of set bits.
@@ -340,6 +341,49 @@ impl Bits {
     }
 }
 
+/// The whole 8-word blocks of a [`Bits`] (one cache line, one line of the change record each),
+/// with or without change tracking.
+pub(crate) enum Blocks<'a> {
+    /// Each written block's line is flagged.
+    Tracked(BlockWriter<'a, true>),
+    /// Nothing is recorded.
+    Plain(BlockWriter<'a, false>),
+}
+
+/// Writes bits block by block; flags each written block's line when `TRACK`.
+pub(crate) struct BlockWriter<'a, const TRACK: bool> {
+    blocks: &'a mut [[u64; 8]],
+    /// The change record's line flags (at least one per block when `TRACK`).
+    lines: &'a mut [u8],
+}
+
+impl<const TRACK: bool> BlockWriter<'_, TRACK> {
+    /// Asks the CPU to start loading block `b` ([`crate::prefetch`]).
+    #[inline]
+    pub(crate) fn prefetch(&self, b: usize) {
+        crate::prefetch::prefetch(self.blocks, b);
+    }
+
+    /// Sets bit `o` of block `b` for each offset `o < 512`: what [`Bits::set`] does on each,
+    /// with one bounds check and one flag store for the block. `b` is below the block count
+    /// (callers reduce it by the count).
+    #[inline]
+    pub(crate) fn set(&mut self, b: usize, offsets: impl IntoIterator<Item = u64>) {
+        debug_assert!(b < self.blocks.len());
+        let Some(block) = self.blocks.get_mut(b) else {
+            return;
+        };
+        for o in offsets {
+            block[(o >> 6) as usize & 7] |= 1u64 << (o & 63);
+        }
+        if TRACK {
+            if let Some(l) = self.lines.get_mut(b) {
+                *l = 1;
+            }
+        }
+    }
+}
+
 fn words_for(len: u64) -> usize {
     len.div_ceil(64) as usize
 }
@@ -439,8 +483,12 @@ mod tests {
                     match how {
                         0 => { b.set(i); }
                         1 => {
-                            let first = (x as usize % blocks) * 8;
-                            b.set_in_block(first, [x % 512, x / 7 % 512, 511]);
+                            let block = x as usize % blocks;
+                            let offsets = [x % 512, x / 7 % 512, 511];
+                            match b.blocks() {
+                                Blocks::Tracked(mut w) => w.set(block, offsets),
+                                Blocks::Plain(mut w) => w.set(block, offsets),
+                            }
                         }
                         2 => b.or_word((i / 64) as usize, x.rotate_left(17) & 0xff).unwrap(),
                         _ => {

@@ -2,9 +2,10 @@
 //! prefetched before their bits are set, so that their cache misses overlap, and the hash count
 //! unrolled for 1–8.
 
-use super::layout::{block_seed, BLOCK_WORDS};
+use super::layout::{block_offsets, block_seed};
 use super::{BloomFilter, Layout};
-use crate::hash::{BucketMix, KeyHash};
+use crate::bits::{BlockWriter, Blocks};
+use crate::hash::{BucketMix, FastMod, KeyHash};
 
 /// Evaluates `body` with the const `K` equal to `k` when `k` is 1 to 8 (loops over `K` unroll),
 /// and with `K = 0` (meaning "read the hash count at run time") otherwise.
@@ -55,24 +56,14 @@ impl BloomFilter {
         }
     }
 
-    /// [`Self::insert_mixed`] for the blocked layout with `K` hashes (`K = 0`: `self.hashes`).
-    /// The blocks of 32 keys are prefetched before their bits are set, so their cache misses
-    /// overlap.
+    /// [`Self::insert_mixed`] for the blocked layout with `K` hashes (`K = 0`: `self.hashes`),
+    /// tracking changes or not, decided once for the batch.
     #[inline]
     fn insert_blocked_batch<const K: usize>(&mut self, hashes: &[KeyHash], mix: BucketMix) {
-        const CHUNK: usize = 32;
-        let mut todo = [(0usize, 0u64); CHUNK];
-        for chunk in hashes.chunks(CHUNK) {
-            for (slot, &h) in todo.iter_mut().zip(chunk) {
-                // Only `lo` is used (step 5): the compiler drops the mixing of `hi`.
-                let lo = h.at_mixed(mix).lo;
-                let first = self.modulus.reduce(lo) as usize * BLOCK_WORDS;
-                self.bits.prefetch(first);
-                *slot = (first, block_seed(lo));
-            }
-            for &(first, g) in &todo[..chunk.len()] {
-                self.set_block::<K>(first, g);
-            }
+        let (k, modulus) = (if K == 0 { self.hashes } else { K as u32 }, self.modulus);
+        match self.bits.blocks() {
+            Blocks::Tracked(mut w) => insert_blocks(&mut w, hashes, mix, modulus, k),
+            Blocks::Plain(mut w) => insert_blocks(&mut w, hashes, mix, modulus, k),
         }
     }
 
@@ -105,6 +96,33 @@ impl BloomFilter {
                     self.bits.set(p);
                 }
             }
+        }
+    }
+}
+
+/// The blocked batch insert of `hashes` at `mix` with `k` hashes into blocks reduced by
+/// `modulus`: the blocks of 32 keys are prefetched before their bits are set, so their cache
+/// misses overlap.
+#[inline]
+fn insert_blocks<const TRACK: bool>(
+    blocks: &mut BlockWriter<'_, TRACK>,
+    hashes: &[KeyHash],
+    mix: BucketMix,
+    modulus: FastMod,
+    k: u32,
+) {
+    const CHUNK: usize = 32;
+    let mut todo = [(0usize, 0u64); CHUNK];
+    for chunk in hashes.chunks(CHUNK) {
+        for (slot, &h) in todo.iter_mut().zip(chunk) {
+            // Only `lo` is used (step 5): the compiler drops the mixing of `hi`.
+            let lo = h.at_mixed(mix).lo;
+            let b = modulus.reduce(lo) as usize;
+            blocks.prefetch(b);
+            *slot = (b, block_seed(lo));
+        }
+        for &(b, g) in &todo[..chunk.len()] {
+            blocks.set(b, block_offsets(g, k));
         }
     }
 }

@@ -23,6 +23,16 @@ pub(crate) fn block_seed(lo: u64) -> u64 {
     lo.wrapping_mul(BLOCK_STEP)
 }
 
+/// The `k` in-block offsets `g_i >> 55` from `g_0 = g`, `g_{i+1} = g_i · C` (step 5).
+#[inline]
+pub(crate) fn block_offsets(mut g: u64, k: u32) -> impl Iterator<Item = u64> {
+    (0..k).map(move |_| {
+        let o = g >> 55;
+        g = g.wrapping_mul(BLOCK_STEP);
+        o
+    })
+}
+
 /// How a Bloom filter lays its bits out.
 ///
 /// ```
@@ -170,10 +180,5 @@ fn ln_factorial(n: f64) -> f64 {
 /// ```
 pub fn blocked_probes(hash: KeyHash, k: u32, blocks: FastMod) -> impl Iterator<Item = u64> {
     let base = blocks.reduce(hash.lo) * BLOCK_BITS;
-    let mut g = block_seed(hash.lo);
-    (0..k).map(move |_| {
-        let p = base + (g >> 55);
-        g = g.wrapping_mul(BLOCK_STEP);
-        p
-    })
+    block_offsets(block_seed(hash.lo), k).map(move |o| base + o)
 }

@@ -2,9 +2,9 @@
 //! assumes (eqs. 1–3); optionally all `k` in one 512-bit block ([`Layout::Blocked`]).
 
 use super::batch::by_hashes;
-use super::layout::{block_seed, BLOCK_STEP, BLOCK_WORDS};
+use super::layout::{block_offsets, block_seed, BLOCK_STEP, BLOCK_WORDS};
 use super::{Filter, FilterShape, Layout, BLOCK_BITS};
-use crate::bits::Bits;
+use crate::bits::{Bits, Blocks};
 use crate::error::{Error, Result};
 use crate::hash::{FastMod, KeyHash};
 use serde::{Deserialize, Serialize};
@@ -288,24 +288,15 @@ impl BloomFilter {
     /// 18-level PBF-2 insert).
     #[inline]
     fn insert_blocked(&mut self, hash: KeyHash) {
-        let first = self.modulus.reduce(hash.lo) as usize * BLOCK_WORDS;
-        by_hashes!(self.hashes, |K| self
-            .set_block::<K>(first, block_seed(hash.lo)));
-    }
-
-    /// Sets the blocked probes of `g_0 = g` in the block at word `first`, `K` of them (`K = 0`:
-    /// `self.hashes`).
-    #[inline]
-    pub(super) fn set_block<const K: usize>(&mut self, first: usize, mut g: u64) {
-        let k = if K == 0 { self.hashes } else { K as u32 };
-        self.bits.set_in_block(
-            first,
-            (0..k).map(|_| {
-                let p = g >> 55;
-                g = g.wrapping_mul(BLOCK_STEP);
-                p
-            }),
-        );
+        let b = self.modulus.reduce(hash.lo) as usize;
+        let g = block_seed(hash.lo);
+        by_hashes!(self.hashes, |K| {
+            let offsets = block_offsets(g, if K == 0 { self.hashes } else { K as u32 });
+            match self.bits.blocks() {
+                Blocks::Tracked(mut w) => w.set(b, offsets),
+                Blocks::Plain(mut w) => w.set(b, offsets),
+            }
+        })
     }
 
     #[inline]
