@@ -1,5 +1,6 @@
 //! Keys and their canonical byte encoding (step 1 of the hashing specification).
 
+use super::KeyHash;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 const INLINE: usize = 64;
@@ -76,6 +77,15 @@ impl CanonicalBytes {
 pub trait Key {
     /// Appends the canonical encoding of `self` to `out`.
     fn write_canonical(&self, out: &mut CanonicalBytes);
+
+    /// [`KeyHash::of`] `self`: the hash of its canonical encoding. Integers override it to hash
+    /// their bytes without the buffer (same bytes, same hash); other keys need not.
+    #[inline]
+    fn key_hash(&self, seed: u64) -> KeyHash {
+        let mut bytes = CanonicalBytes::new();
+        self.write_canonical(&mut bytes);
+        KeyHash::of_bytes(bytes.as_slice(), seed)
+    }
 }
 
 macro_rules! int_key {
@@ -84,6 +94,11 @@ macro_rules! int_key {
             #[inline]
             fn write_canonical(&self, out: &mut CanonicalBytes) {
                 out.put(&self.to_le_bytes());
+            }
+
+            #[inline]
+            fn key_hash(&self, seed: u64) -> KeyHash {
+                KeyHash::of_bytes(&self.to_le_bytes(), seed)
             }
         }
     )*};
@@ -95,12 +110,22 @@ impl Key for usize {
     fn write_canonical(&self, out: &mut CanonicalBytes) {
         (*self as u64).write_canonical(out);
     }
+
+    #[inline]
+    fn key_hash(&self, seed: u64) -> KeyHash {
+        (*self as u64).key_hash(seed)
+    }
 }
 
 impl Key for isize {
     #[inline]
     fn write_canonical(&self, out: &mut CanonicalBytes) {
         (*self as i64).write_canonical(out);
+    }
+
+    #[inline]
+    fn key_hash(&self, seed: u64) -> KeyHash {
+        (*self as i64).key_hash(seed)
     }
 }
 
@@ -173,6 +198,11 @@ impl<K: Key + ?Sized> Key for &K {
     #[inline]
     fn write_canonical(&self, out: &mut CanonicalBytes) {
         (**self).write_canonical(out);
+    }
+
+    #[inline]
+    fn key_hash(&self, seed: u64) -> KeyHash {
+        (**self).key_hash(seed)
     }
 }
 

@@ -89,9 +89,7 @@ impl KeyHash {
     /// assert_ne!(a, KeyHash::of(&("10.0.0.1", 443u16), 8));
     /// ```
     pub fn of<K: Key + ?Sized>(key: &K, seed: u64) -> Self {
-        let mut bytes = CanonicalBytes::new();
-        key.write_canonical(&mut bytes);
-        Self::of_bytes(bytes.as_slice(), seed)
+        key.key_hash(seed)
     }
 
     /// Hashes an already canonical byte string.

@@ -119,3 +119,21 @@ proptest! {
         prop_assert_ne!(bytes(&(a.as_str(), b.as_str())), bytes(&(c.as_str(), d.as_str())));
     }
 }
+
+proptest! {
+    /// The integers' direct `key_hash` is the hash of their canonical bytes, through every
+    /// forwarding impl (references, `usize`, `isize`).
+    #[test]
+    fn integer_key_hash_is_the_hash_of_the_canonical_bytes(
+        x in any::<u64>(), y in any::<i32>(), z in any::<u8>(), seed in any::<u64>()
+    ) {
+        let via_bytes = |b: Vec<u8>| KeyHash::of_bytes(&b, seed);
+        prop_assert_eq!(KeyHash::of(&x, seed), via_bytes(bytes(&x)));
+        prop_assert_eq!(KeyHash::of(&&x, seed), via_bytes(bytes(&x)));
+        prop_assert_eq!(KeyHash::of(&(x as usize), seed), via_bytes(bytes(&x)));
+        prop_assert_eq!(KeyHash::of(&(y as isize), seed), via_bytes(bytes(&(y as i64))));
+        prop_assert_eq!(KeyHash::of(&y, seed), via_bytes(bytes(&y)));
+        prop_assert_eq!(KeyHash::of(&z, seed), via_bytes(bytes(&z)));
+        prop_assert_eq!(KeyHash::of(&(x, z), seed), via_bytes(bytes(&(x, z))));
+    }
+}
