@@ -305,8 +305,10 @@ impl Bits {
     pub fn drain_changed(&mut self) -> ChangedWords {
         let mut out = ChangedWords::default();
         let Dirty { lines, drained, .. } = &mut self.dirty;
+        let (now_lines, now_tail) = self.words.as_chunks::<8>();
+        let (then_lines, then_tail) = drained.as_chunks_mut::<8>();
         // 8 line flags, read as one word, make a group of 64 words; a flagged line is compared
-        // branch-free.
+        // branch-free, as a whole line (the array's last, partial line word by word).
         for (group, flags) in lines.chunks_exact_mut(8).enumerate() {
             let mut read = [0u8; 8];
             read.copy_from_slice(flags);
@@ -318,15 +320,12 @@ impl Bits {
                 if std::mem::take(flag) == 0 {
                     continue;
                 }
-                let first = (group * 8 + l) * 8;
-                let last = (first + 8).min(self.words.len());
-                let (now, then) = (&self.words[first..last], &mut drained[first..last]);
-                let mut line = 0u64;
-                for (i, (a, b)) in now.iter().zip(then.iter()).enumerate() {
-                    line |= u64::from(a != b) << i;
-                }
-                changed |= line << (l * 8);
-                then.copy_from_slice(now);
+                let line = group * 8 + l;
+                let differ = match (now_lines.get(line), then_lines.get_mut(line)) {
+                    (Some(now), Some(then)) => differing(now, then),
+                    _ => differing(now_tail, then_tail),
+                };
+                changed |= differ << (l * 8);
             }
             out.push(group as u32, changed);
         }
@@ -382,6 +381,17 @@ impl<const TRACK: bool> BlockWriter<'_, TRACK> {
             }
         }
     }
+}
+
+/// Bit `i` set where `now[i] != then[i]` (up to 8 words); `then` becomes `now`.
+#[inline]
+fn differing(now: &[u64], then: &mut [u64]) -> u64 {
+    let mut differ = 0u64;
+    for (i, (a, b)) in now.iter().zip(then.iter_mut()).enumerate() {
+        differ |= u64::from(*a != *b) << i;
+        *b = *a;
+    }
+    differ
 }
 
 fn words_for(len: u64) -> usize {
