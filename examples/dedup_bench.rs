@@ -120,6 +120,8 @@ fn main() -> ExitCode {
     let (rate, ticks, universe, baseline) =
         (args.rate, args.ticks, args.universe.max(1), args.baseline);
     let lag = args.lag.max(1) * args.epoch_len;
+    // every worker starts its clock once all have counted the raw shuffle and built the dataflow
+    let ready = Arc::new(std::sync::Barrier::new(args.workers));
     let run = timely::execute(timely::Config::process(args.workers), move |worker| {
         let (me, peers) = (worker.index(), worker.peers());
         let draw = move |s: &mut u64| splitmix(s) % universe;
@@ -162,6 +164,7 @@ fn main() -> ExitCode {
             input
         });
         let mut s = 1 + me as u64;
+        ready.wait();
         let start = Instant::now();
         for t in 0..ticks {
             let mut batch: Vec<u64> = (0..rate).map(|_| draw(&mut s)).collect();

@@ -765,9 +765,11 @@ impl<D: ExchangeData> DecideState<D> {
                 for &(_, i) in segment {
                     f.prefetch(keys[i]);
                 }
-                for &(_, i) in segment {
-                    f.insert(keys[i], last);
-                }
+                f.insert_each(
+                    segment.iter().map(|&(_, i)| ((), keys[i])),
+                    last,
+                    |(), _| {},
+                );
             }
             self.order = order;
         }
@@ -799,17 +801,16 @@ impl<D: ExchangeData> DecideState<D> {
                 for &(_, i) in segment {
                     f.prefetch(records[i].0);
                 }
-                for &(_, i) in segment {
-                    fresh[i] = !f.seen(records[i].0, t);
-                }
+                let items = segment.iter().map(|&(_, i)| (i, records[i].0));
+                f.seen_each(items, t, |i, seen| fresh[i] = !seen);
             }
             if slot.is_none() {
                 *slot = TickFilter::new(self.shard_shape, self.config.window(), t).ok();
             }
             let Some(f) = slot.as_mut() else { continue };
-            for &(_, i) in segment {
+            let items = segment.iter().map(|&(_, i)| (i, records[i].0));
+            f.insert_each(items, t, |i, before| {
                 let fp = records[i].0;
-                let before = f.insert(fp, t);
                 if before == Some(t) && fresh[i] {
                     repeats.push(fp);
                 }
@@ -819,7 +820,7 @@ impl<D: ExchangeData> DecideState<D> {
                         out.push(fp);
                     }
                 }
-            }
+            });
         }
         self.order = order;
         if let Some(epoch) = self.epochs.get_mut(&e) {

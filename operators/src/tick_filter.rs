@@ -108,6 +108,48 @@ fn raise<C: Cell, const N: usize>(line: &mut Line<C, N>, mut pos: u64, k: u32, v
     min
 }
 
+/// Hands each item to `done` with whether the `k` cells of its fingerprint are all at least
+/// `live`.
+#[inline]
+fn live_each<C: Cell, const N: usize, T, I, F>(
+    lines: &[Line<C, N>],
+    items: I,
+    k: u32,
+    live: u64,
+    done: &mut F,
+) where
+    I: Iterator<Item = (T, u64)>,
+    F: FnMut(T, bool),
+{
+    for (item, fp) in items {
+        let seen = lines
+            .get(line_of(fp, lines.len()))
+            .is_some_and(|line| all_live(line, mix64(fp), k, live));
+        done(item, seen);
+    }
+}
+
+/// Raises the cells of each item's fingerprint to `v` and hands the item with the smallest value
+/// its cells held to `done`.
+#[inline]
+fn raise_each<C: Cell, const N: usize, T, I, F>(
+    lines: &mut [Line<C, N>],
+    items: I,
+    k: u32,
+    v: C,
+    done: &mut F,
+) where
+    I: Iterator<Item = (T, u64)>,
+    F: FnMut(T, u64),
+{
+    let count = lines.len();
+    for (item, fp) in items {
+        if let Some(line) = lines.get_mut(line_of(fp, count)) {
+            done(item, raise(line, mix64(fp), k, v));
+        }
+    }
+}
+
 /// Subtracts `shift` from every cell, clearing those that drop to 0 or below.
 fn shift_down<C: Cell, const N: usize>(lines: &mut [Line<C, N>], shift: u64) {
     for c in lines.iter_mut().flat_map(|l| l.0.iter_mut()) {
@@ -338,11 +380,24 @@ impl TickFilter {
     /// `now` are never inserted before a query at `now` in the dedup operator).
     #[inline]
     pub fn seen(&self, fp: u64, now: Tick) -> bool {
-        let (live, pos, k) = (self.threshold(now), mix64(fp), self.hashes);
+        let mut seen = false;
+        self.seen_each(std::iter::once(((), fp)), now, |(), s| seen = s);
+        seen
+    }
+
+    /// [`Self::seen`] for each item's fingerprint, handed to `done` with the item; the checks
+    /// are done once for the lot.
+    #[inline]
+    pub fn seen_each<T, I, F>(&self, items: I, now: Tick, mut done: F)
+    where
+        I: Iterator<Item = (T, u64)>,
+        F: FnMut(T, bool),
+    {
+        let (live, k) = (self.threshold(now), self.hashes);
         match &self.cells {
-            Cells::U8(l) => all_live(&l[line_of(fp, l.len())], pos, k, live),
-            Cells::U16(l) => all_live(&l[line_of(fp, l.len())], pos, k, live),
-            Cells::U32(l) => all_live(&l[line_of(fp, l.len())], pos, k, live),
+            Cells::U8(l) => live_each(l, items, k, live, &mut done),
+            Cells::U16(l) => live_each(l, items, k, live, &mut done),
+            Cells::U32(l) => live_each(l, items, k, live, &mut done),
         }
     }
 
@@ -352,8 +407,22 @@ impl TickFilter {
     /// inserted at `now` already.
     #[inline]
     pub fn insert(&mut self, fp: u64, now: Tick) -> Option<Tick> {
+        let mut before = None;
+        self.insert_each(std::iter::once(((), fp)), now, |(), b| before = b);
+        before
+    }
+
+    /// Records each item's fingerprint at `now`, as [`Self::insert`] does one by one, with the
+    /// checks done once for the lot, and hands each item with `insert`'s answer to `done`.
+    #[inline]
+    pub fn insert_each<T, I, F>(&mut self, items: I, now: Tick, mut done: F)
+    where
+        I: Iterator<Item = (T, u64)>,
+        F: FnMut(T, Option<Tick>),
+    {
         if now < self.base {
-            return None;
+            items.for_each(|(item, _)| done(item, None));
+            return;
         }
         let max = match &self.cells {
             Cells::U8(_) => <u8 as Cell>::MAX,
@@ -365,23 +434,18 @@ impl TickFilter {
         }
         self.latest = Some(self.latest.map_or(now, |l| l.max(now)));
         // After a rebase `now - base + 1 <= W + 1 <= MAX`.
-        let v = now - self.base + 1;
-        let (pos, k) = (mix64(fp), self.hashes);
-        let min = match &mut self.cells {
-            Cells::U8(l) => {
-                let i = line_of(fp, l.len());
-                raise(&mut l[i], pos, k, u8::of(v))
-            }
-            Cells::U16(l) => {
-                let i = line_of(fp, l.len());
-                raise(&mut l[i], pos, k, u16::of(v))
-            }
-            Cells::U32(l) => {
-                let i = line_of(fp, l.len());
-                raise(&mut l[i], pos, k, u32::of(v))
-            }
-        };
-        (min >= self.threshold(now)).then(|| self.base + min - 1)
+        let (v, k, live, base) = (
+            now - self.base + 1,
+            self.hashes,
+            self.threshold(now),
+            self.base,
+        );
+        let mut answer = |item, min: u64| done(item, (min >= live).then(|| base + min - 1));
+        match &mut self.cells {
+            Cells::U8(l) => raise_each(l, items, k, u8::of(v), &mut answer),
+            Cells::U16(l) => raise_each(l, items, k, u16::of(v), &mut answer),
+            Cells::U32(l) => raise_each(l, items, k, u32::of(v), &mut answer),
+        }
     }
 
     /// Moves the base to the first tick of the window ending at `now`, clearing older cells.
