@@ -176,26 +176,19 @@ impl Bits {
         }
     }
 
-    /// Asks the CPU to start loading the cache line of word `first` ([`crate::prefetch`]). A
-    /// batch insert prefetches the blocks of keys ahead of the one it sets.
+    /// A writer of the array's bits ([`Writer`]): tracked or plain, decided once for a batch of
+    /// writes.
     #[inline]
-    pub(crate) fn prefetch(&self, first: usize) {
-        crate::prefetch::prefetch(&self.words, first);
-    }
-
-    /// The array's whole 8-word blocks, for blocked writes ([`Blocks`]): tracked or plain,
-    /// decided once for a batch of writes.
-    #[inline]
-    pub(crate) fn blocks(&mut self) -> Blocks<'_> {
-        let (blocks, _) = self.words.as_chunks_mut::<8>();
+    pub(crate) fn writer(&mut self) -> Writer<'_> {
+        let words = &mut self.words[..];
         if self.dirty.enabled {
-            Blocks::Tracked(BlockWriter {
-                blocks,
+            Writer::Tracked(BitWriter {
+                words,
                 lines: &mut self.dirty.lines,
             })
         } else {
-            Blocks::Plain(BlockWriter {
-                blocks,
+            Writer::Plain(BitWriter {
+                words,
                 lines: &mut [],
             })
         }
@@ -340,46 +333,63 @@ impl Bits {
     }
 }
 
-/// The whole 8-word blocks of a [`Bits`] (one cache line, one line of the change record each),
-/// with or without change tracking.
-pub(crate) enum Blocks<'a> {
-    /// Each written block's line is flagged.
-    Tracked(BlockWriter<'a, true>),
+/// Writes the bits of a [`Bits`], with or without change tracking.
+pub(crate) enum Writer<'a> {
+    /// Each write flags its line.
+    Tracked(BitWriter<'a, true>),
     /// Nothing is recorded.
-    Plain(BlockWriter<'a, false>),
+    Plain(BitWriter<'a, false>),
 }
 
-/// Writes bits block by block; flags each written block's line when `TRACK`.
-pub(crate) struct BlockWriter<'a, const TRACK: bool> {
-    blocks: &'a mut [[u64; 8]],
-    /// The change record's line flags (at least one per block when `TRACK`).
+/// Sets bits one at a time or block by block (8 words: one cache line, one line of the change
+/// record); flags each written line when `TRACK`. Positions are below the array's length
+/// (callers reduce them by it).
+pub(crate) struct BitWriter<'a, const TRACK: bool> {
+    words: &'a mut [u64],
+    /// The change record's line flags (one per 8 words when `TRACK`).
     lines: &'a mut [u8],
 }
 
-impl<const TRACK: bool> BlockWriter<'_, TRACK> {
-    /// Asks the CPU to start loading block `b` ([`crate::prefetch`]).
+impl<const TRACK: bool> BitWriter<'_, TRACK> {
+    /// Asks the CPU to start loading the cache line of word `w` ([`crate::prefetch`]).
     #[inline]
-    pub(crate) fn prefetch(&self, b: usize) {
-        crate::prefetch::prefetch(self.blocks, b);
+    pub(crate) fn prefetch(&self, w: usize) {
+        crate::prefetch::prefetch(self.words, w);
     }
 
-    /// Sets bit `o` of block `b` for each offset `o < 512`: what [`Bits::set`] does on each,
-    /// with one bounds check and one flag store for the block. `b` is below the block count
-    /// (callers reduce it by the count).
     #[inline]
-    pub(crate) fn set(&mut self, b: usize, offsets: impl IntoIterator<Item = u64>) {
-        debug_assert!(b < self.blocks.len());
-        let Some(block) = self.blocks.get_mut(b) else {
+    fn flag(&mut self, line: usize) {
+        if TRACK {
+            if let Some(l) = self.lines.get_mut(line) {
+                *l = 1;
+            }
+        }
+    }
+
+    /// Sets bit `i`: what [`Bits::set`] does, without the answer.
+    #[inline]
+    pub(crate) fn set(&mut self, i: u64) {
+        let w = (i / 64) as usize;
+        debug_assert!(w < self.words.len());
+        if let Some(word) = self.words.get_mut(w) {
+            *word |= 1u64 << (i % 64);
+        }
+        self.flag(w / 8);
+    }
+
+    /// Sets bit `o` of block `b` (words `8 b .. 8 b + 8`) for each offset `o < 512`, with one
+    /// bounds check and one flag store for the block.
+    #[inline]
+    pub(crate) fn set_in_block(&mut self, b: usize, offsets: impl IntoIterator<Item = u64>) {
+        let (blocks, _) = self.words.as_chunks_mut::<8>();
+        debug_assert!(b < blocks.len());
+        let Some(block) = blocks.get_mut(b) else {
             return;
         };
         for o in offsets {
             block[(o >> 6) as usize & 7] |= 1u64 << (o & 63);
         }
-        if TRACK {
-            if let Some(l) = self.lines.get_mut(b) {
-                *l = 1;
-            }
-        }
+        self.flag(b);
     }
 }
 
@@ -495,9 +505,9 @@ mod tests {
                         1 => {
                             let block = x as usize % blocks;
                             let offsets = [x % 512, x / 7 % 512, 511];
-                            match b.blocks() {
-                                Blocks::Tracked(mut w) => w.set(block, offsets),
-                                Blocks::Plain(mut w) => w.set(block, offsets),
+                            match b.writer() {
+                                Writer::Tracked(mut w) => w.set_in_block(block, offsets),
+                                Writer::Plain(mut w) => w.set_in_block(block, offsets),
                             }
                         }
                         2 => b.or_word((i / 64) as usize, x.rotate_left(17) & 0xff).unwrap(),

@@ -2,9 +2,9 @@
 //! prefetched before their bits are set, so that their cache misses overlap, and the hash count
 //! unrolled for 1–8.
 
-use super::layout::{block_offsets, block_seed};
+use super::layout::{block_offsets, block_seed, BLOCK_WORDS};
 use super::{BloomFilter, Layout};
-use crate::bits::{BlockWriter, Blocks};
+use crate::bits::{BitWriter, Writer};
 use crate::hash::{BucketMix, FastMod, KeyHash};
 
 /// Evaluates `body` with the const `K` equal to `k` when `k` is 1 to 8 (loops over `K` unroll),
@@ -61,40 +61,58 @@ impl BloomFilter {
     #[inline]
     fn insert_blocked_batch<const K: usize>(&mut self, hashes: &[KeyHash], mix: BucketMix) {
         let (k, modulus) = (if K == 0 { self.hashes } else { K as u32 }, self.modulus);
-        match self.bits.blocks() {
-            Blocks::Tracked(mut w) => insert_blocks(&mut w, hashes, mix, modulus, k),
-            Blocks::Plain(mut w) => insert_blocks(&mut w, hashes, mix, modulus, k),
+        match self.bits.writer() {
+            Writer::Tracked(mut w) => insert_blocks(&mut w, hashes, mix, modulus, k),
+            Writer::Plain(mut w) => insert_blocks(&mut w, hashes, mix, modulus, k),
         }
     }
 
-    /// [`Self::insert_mixed`] for the standard layout with `K` hashes: the probe words of 16 keys
-    /// are prefetched before their bits are set. `K = 0`: `self.hashes`, one key at a time.
+    /// [`Self::insert_mixed`] for the standard layout with `K` hashes (`K = 0`: `self.hashes`),
+    /// tracking changes or not, decided once for the batch.
     #[inline]
     fn insert_standard_batch<const K: usize>(&mut self, hashes: &[KeyHash], mix: BucketMix) {
-        const CHUNK: usize = 16;
-        if K == 0 {
-            for &h in hashes {
-                for p in h.at_mixed(mix).probes(self.hashes, self.modulus) {
-                    self.bits.set(p);
-                }
-            }
-            return;
+        let (k, modulus) = (self.hashes, self.modulus);
+        match self.bits.writer() {
+            Writer::Tracked(mut w) => insert_standard::<K, true>(&mut w, hashes, mix, modulus, k),
+            Writer::Plain(mut w) => insert_standard::<K, false>(&mut w, hashes, mix, modulus, k),
         }
-        let mut todo = [[0u64; K]; CHUNK];
-        for chunk in hashes.chunks(CHUNK) {
-            for (slot, &h) in todo.iter_mut().zip(chunk) {
-                for (p, q) in slot
-                    .iter_mut()
-                    .zip(h.at_mixed(mix).probes(K as u32, self.modulus))
-                {
-                    self.bits.prefetch((q / 64) as usize);
-                    *p = q;
-                }
+    }
+}
+
+/// The standard batch insert of `hashes` at `mix` into `m = modulus` bits with `K` hashes: the
+/// probe words of 16 keys are prefetched before their bits are set. `K = 0`: `k` hashes, one key
+/// at a time.
+#[inline]
+fn insert_standard<const K: usize, const TRACK: bool>(
+    bits: &mut BitWriter<'_, TRACK>,
+    hashes: &[KeyHash],
+    mix: BucketMix,
+    modulus: FastMod,
+    k: u32,
+) {
+    const CHUNK: usize = 16;
+    if K == 0 {
+        for &h in hashes {
+            for p in h.at_mixed(mix).probes(k, modulus) {
+                bits.set(p);
             }
-            for slot in &todo[..chunk.len()] {
-                for &p in slot {
-                    self.bits.set(p);
-                }
+        }
+        return;
+    }
+    let mut todo = [[0u64; K]; CHUNK];
+    for chunk in hashes.chunks(CHUNK) {
+        for (slot, &h) in todo.iter_mut().zip(chunk) {
+            for (p, q) in slot
+                .iter_mut()
+                .zip(h.at_mixed(mix).probes(K as u32, modulus))
+            {
+                bits.prefetch((q / 64) as usize);
+                *p = q;
+            }
+        }
+        for slot in &todo[..chunk.len()] {
+            for &p in slot {
+                bits.set(p);
             }
         }
     }
@@ -105,7 +123,7 @@ impl BloomFilter {
 /// misses overlap.
 #[inline]
 fn insert_blocks<const TRACK: bool>(
-    blocks: &mut BlockWriter<'_, TRACK>,
+    bits: &mut BitWriter<'_, TRACK>,
     hashes: &[KeyHash],
     mix: BucketMix,
     modulus: FastMod,
@@ -118,11 +136,11 @@ fn insert_blocks<const TRACK: bool>(
             // Only `lo` is used (step 5): the compiler drops the mixing of `hi`.
             let lo = h.at_mixed(mix).lo;
             let b = modulus.reduce(lo) as usize;
-            blocks.prefetch(b);
+            bits.prefetch(b * BLOCK_WORDS);
             *slot = (b, block_seed(lo));
         }
         for &(b, g) in &todo[..chunk.len()] {
-            blocks.set(b, block_offsets(g, k));
+            bits.set_in_block(b, block_offsets(g, k));
         }
     }
 }

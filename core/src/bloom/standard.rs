@@ -4,7 +4,7 @@
 use super::batch::by_hashes;
 use super::layout::{block_offsets, block_seed, BLOCK_STEP, BLOCK_WORDS};
 use super::{Filter, FilterShape, Layout, BLOCK_BITS};
-use crate::bits::{Bits, Blocks};
+use crate::bits::{Bits, Writer};
 use crate::error::{Error, Result};
 use crate::hash::{FastMod, KeyHash};
 use serde::{Deserialize, Serialize};
@@ -292,9 +292,9 @@ impl BloomFilter {
         let g = block_seed(hash.lo);
         by_hashes!(self.hashes, |K| {
             let offsets = block_offsets(g, if K == 0 { self.hashes } else { K as u32 });
-            match self.bits.blocks() {
-                Blocks::Tracked(mut w) => w.set(b, offsets),
-                Blocks::Plain(mut w) => w.set(b, offsets),
+            match self.bits.writer() {
+                Writer::Tracked(mut w) => w.set_in_block(b, offsets),
+                Writer::Plain(mut w) => w.set_in_block(b, offsets),
             }
         })
     }
