@@ -60,10 +60,11 @@ impl BloomFilter {
     /// tracking changes or not, decided once for the batch.
     #[inline]
     fn insert_blocked_batch<const K: usize>(&mut self, hashes: &[KeyHash], mix: BucketMix) {
-        let (k, modulus) = (if K == 0 { self.hashes } else { K as u32 }, self.modulus);
+        let k = if K == 0 { self.hashes } else { K as u32 };
+        let batch = Batch::new(hashes, mix, self.modulus, k);
         match self.bits.writer() {
-            Writer::Tracked(mut w) => insert_blocks(&mut w, hashes, mix, modulus, k),
-            Writer::Plain(mut w) => insert_blocks(&mut w, hashes, mix, modulus, k),
+            Writer::Tracked(mut w) => insert_blocks(&mut w, batch),
+            Writer::Plain(mut w) => insert_blocks(&mut w, batch),
         }
     }
 
@@ -71,26 +72,50 @@ impl BloomFilter {
     /// tracking changes or not, decided once for the batch.
     #[inline]
     fn insert_standard_batch<const K: usize>(&mut self, hashes: &[KeyHash], mix: BucketMix) {
-        let (k, modulus) = (self.hashes, self.modulus);
+        let batch = Batch::new(hashes, mix, self.modulus, self.hashes);
         match self.bits.writer() {
-            Writer::Tracked(mut w) => insert_standard::<K, true>(&mut w, hashes, mix, modulus, k),
-            Writer::Plain(mut w) => insert_standard::<K, false>(&mut w, hashes, mix, modulus, k),
+            Writer::Tracked(mut w) => insert_standard::<K, true>(&mut w, batch),
+            Writer::Plain(mut w) => insert_standard::<K, false>(&mut w, batch),
         }
     }
 }
 
-/// The standard batch insert of `hashes` at `mix` into `m = modulus` bits with `K` hashes: the
-/// probe words of 16 keys are prefetched before their bits are set. `K = 0`: `k` hashes, one key
-/// at a time.
-#[inline]
-fn insert_standard<const K: usize, const TRACK: bool>(
-    bits: &mut BitWriter<'_, TRACK>,
-    hashes: &[KeyHash],
+/// What one batch insert puts in: the key hashes, their bucket's mix, the filter's modulus (bits
+/// or blocks) and hash count.
+#[derive(Clone, Copy)]
+struct Batch<'a> {
+    hashes: &'a [KeyHash],
     mix: BucketMix,
     modulus: FastMod,
     k: u32,
+}
+
+impl<'a> Batch<'a> {
+    #[inline]
+    fn new(hashes: &'a [KeyHash], mix: BucketMix, modulus: FastMod, k: u32) -> Self {
+        Batch {
+            hashes,
+            mix,
+            modulus,
+            k,
+        }
+    }
+}
+
+/// The standard batch insert into `m = modulus` bits with `K` hashes: the probe words of 16
+/// keys are prefetched before their bits are set. `K = 0`: `k` hashes, one key at a time.
+#[inline]
+fn insert_standard<const K: usize, const TRACK: bool>(
+    bits: &mut BitWriter<'_, TRACK>,
+    batch: Batch,
 ) {
     const CHUNK: usize = 16;
+    let Batch {
+        hashes,
+        mix,
+        modulus,
+        k,
+    } = batch;
     if K == 0 {
         for &h in hashes {
             for p in h.at_mixed(mix).probes(k, modulus) {
@@ -118,18 +143,17 @@ fn insert_standard<const K: usize, const TRACK: bool>(
     }
 }
 
-/// The blocked batch insert of `hashes` at `mix` with `k` hashes into blocks reduced by
-/// `modulus`: the blocks of 32 keys are prefetched before their bits are set, so their cache
-/// misses overlap.
+/// The blocked batch insert into `modulus` blocks: the blocks of 32 keys are prefetched before
+/// their bits are set, so their cache misses overlap.
 #[inline]
-fn insert_blocks<const TRACK: bool>(
-    bits: &mut BitWriter<'_, TRACK>,
-    hashes: &[KeyHash],
-    mix: BucketMix,
-    modulus: FastMod,
-    k: u32,
-) {
+fn insert_blocks<const TRACK: bool>(bits: &mut BitWriter<'_, TRACK>, batch: Batch) {
     const CHUNK: usize = 32;
+    let Batch {
+        hashes,
+        mix,
+        modulus,
+        k,
+    } = batch;
     let mut todo = [(0usize, 0u64); CHUNK];
     for chunk in hashes.chunks(CHUNK) {
         for (slot, &h) in todo.iter_mut().zip(chunk) {
