@@ -2,6 +2,7 @@
 
 use crate::stats::LocalStats;
 use chronobloom_core::changed::ChangedWords;
+use chronobloom_core::hash::KeyHash;
 use chronobloom_core::temporal::Allocation;
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
@@ -54,6 +55,20 @@ pub enum DeltaWords {
 }
 
 impl DeltaWords {
+    /// The bytes [`Self::encode`] would produce for the same arguments (0 when no changed word
+    /// falls in `range`), without building the encoding.
+    pub fn encoded_bytes(changed: &ChangedWords, level_words: usize, range: Range<usize>) -> u64 {
+        let range = range.start.min(level_words)..range.end.min(level_words);
+        let c = changed.count_in(range.clone());
+        if c == 0 {
+            return 0;
+        }
+        let n = range.len() as u64;
+        (c * SPARSE_ENTRY_BYTES)
+            .min(n.div_ceil(64) * 8 + c * 8)
+            .min(n * 8)
+    }
+
     /// Encodes the words of `level_words` flagged in `changed` inside `range` (clipped to
     /// `level_words`), sparse, as a bitmap or dense, whichever has the fewest bytes
     /// ([`Self::wire_bytes`]). `None` when no changed word falls in `range`.
@@ -169,6 +184,68 @@ pub struct LevelDelta {
     pub words: DeltaWords,
 }
 
+/// An epoch's records as key hashes with their ticks: what a receiver inserts to reach exactly
+/// the bits the epoch's changed words would give it, sent instead of them when smaller.
+///
+/// A hash's `hi` half travels only for the standard layout (the blocked layout draws on `lo`
+/// alone, hashing spec step 5); ticks travel as offsets from the epoch's first tick.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct EpochRecords {
+    /// The partition the epoch belongs to.
+    pub partition: u64,
+    /// The epoch's first tick.
+    pub start: u64,
+    /// `lo` of each record's key hash.
+    pub lo: Vec<u64>,
+    /// `hi` of each record's key hash (standard layout), or empty (blocked layout).
+    pub hi: Vec<u64>,
+    /// Each record's tick minus `start`.
+    pub offsets: Vec<u32>,
+}
+
+impl EpochRecords {
+    /// Bytes a record costs on the wire: 12 (blocked) or 20 (standard).
+    pub fn record_bytes(with_hi: bool) -> u64 {
+        if with_hi {
+            20
+        } else {
+            12
+        }
+    }
+
+    /// Appends a record at `tick` (at least [`Self::start`], less than `start + 2^32`).
+    pub fn push(&mut self, hash: KeyHash, tick: u64, with_hi: bool) {
+        self.lo.push(hash.lo);
+        if with_hi {
+            self.hi.push(hash.hi);
+        }
+        self.offsets.push((tick - self.start) as u32);
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// True when there is no record.
+    pub fn is_empty(&self) -> bool {
+        self.offsets.is_empty()
+    }
+
+    /// The payload size in bytes.
+    pub fn wire_bytes(&self) -> u64 {
+        16 + 8 * (self.lo.len() + self.hi.len()) as u64 + 4 * self.offsets.len() as u64
+    }
+
+    /// The records as `(hash, tick)` pairs (`hi` = 0 when it did not travel).
+    pub fn iter(&self) -> impl Iterator<Item = (KeyHash, u64)> + '_ {
+        self.lo.iter().enumerate().zip(&self.offsets).map(|((i, &lo), &o)| {
+            let hi = self.hi.get(i).copied().unwrap_or(0);
+            (KeyHash { lo, hi }, self.start + u64::from(o))
+        })
+    }
+}
+
 /// What one worker sends one destination worker when an epoch closes: the deltas the
 /// destination must merge.
 ///
@@ -184,6 +261,9 @@ pub struct Shipment {
     pub dest: u32,
     /// Changed words per level.
     pub deltas: Vec<LevelDelta>,
+    /// The epoch's records, when they are fewer bytes than the changed words (`deltas` is then
+    /// empty).
+    pub records: Option<EpochRecords>,
     /// The partition this epoch belongs to and its allocation, on the sender's first shipment
     /// of a partition: the receiver creates the partition with it.
     pub announce: Option<(u64, Allocation)>,
@@ -192,13 +272,15 @@ pub struct Shipment {
 }
 
 impl Shipment {
-    /// The payload size in bytes of all deltas and the announced allocation (12 bytes a level).
+    /// The payload size in bytes of all deltas or records and the announced allocation (12
+    /// bytes a level).
     pub fn wire_bytes(&self) -> u64 {
         let announce = self
             .announce
             .as_ref()
             .map_or(0, |(_, a)| 8 + 12 * a.shapes().len() as u64);
         announce
+            + self.records.as_ref().map_or(0, EpochRecords::wire_bytes)
             + self
                 .deltas
                 .iter()

@@ -2,9 +2,12 @@
 //! close.
 
 use crate::config::{AllocationLag, IndexConfig, Placement};
-use crate::delta::{shard_words, DeltaWords, LevelDelta, Shipment};
+use crate::delta::{shard_words, DeltaWords, EpochRecords, LevelDelta, Shipment};
 use crate::held::Held;
 use crate::stats::{LocalStats, RejectReason};
+use crate::timed::Timed;
+use chronobloom_core::bloom::Layout;
+use chronobloom_core::changed::ChangedWords;
 use chronobloom_core::hash::{Key, KeyHash};
 use chronobloom_core::temporal::{Allocation, Pbf2, TemporalFilter, Tick};
 use std::collections::btree_map::Entry;
@@ -51,7 +54,8 @@ use timely::dataflow::StreamVec;
 ///     .collect();
 /// let epochs: Vec<u64> = shipments.iter().map(|s| s.epoch).collect();
 /// assert_eq!(epochs, vec![0, 4, 50]); // one worker: one shipment per epoch with records
-/// assert!(!shipments[0].deltas.is_empty());
+/// // one record: its hash and tick are fewer bytes than the words it changed
+/// assert_eq!(shipments[0].records.as_ref().map(|r| r.len()), Some(1));
 /// let rejected = &shipments[2].local.as_ref().unwrap().rejected;
 /// assert_eq!(rejected.values().sum::<u64>(), 1); // tick 500 is beyond the horizon
 /// ```
@@ -76,13 +80,72 @@ pub trait LocalIndex<'scope> {
     ) -> StreamVec<'scope, u64, Shipment>;
 }
 
-impl<'scope, K: Key + 'static> LocalIndex<'scope> for StreamVec<'scope, u64, K> {
+impl<'scope, K: Key + Clone + 'static> LocalIndex<'scope> for StreamVec<'scope, u64, K> {
     fn local_index(self, config: &IndexConfig) -> StreamVec<'scope, u64, Shipment> {
+        self.timed().local_index_timed(config)
+    }
+
+    fn local_index_with_allocations(
+        self,
+        allocations: StreamVec<'scope, u64, (u64, Allocation)>,
+        config: &IndexConfig,
+    ) -> StreamVec<'scope, u64, Shipment> {
+        self.timed()
+            .local_index_timed_with_allocations(allocations, config)
+    }
+}
+
+/// [`LocalIndex`] for records that carry their own tick: `(tick, key)` records on timestamps that
+/// are a lower bound of their ticks (an epoch's first tick, say), so the input frontier is the
+/// watermark and the per-record cost does not depend on how fine the ticks are.
+///
+/// A record whose tick is below its timestamp is **late**: it is indexed at its timestamp instead
+/// and counted in [`LocalStats::late`]. Everything else is as [`LocalIndex`]: the same filters,
+/// the same shipments, bit for bit.
+///
+/// ```
+/// use timely::dataflow::operators::{Capture, Input};
+/// use timely::dataflow::operators::capture::Event;
+/// use chronobloom_operators::{IndexConfig, TimedLocalIndex};
+///
+/// let cfg = IndexConfig::builder().epoch_len(10).partition_len(100).bits(8_000).build().unwrap();
+/// let captured = timely::execute_directly(move |worker| {
+///     let (mut input, captured) = worker.dataflow::<u64, _, _>(|scope| {
+///         let (input, records) = scope.new_input::<Vec<(u64, u64)>>();
+///         (input, records.local_index_timed(&cfg).capture())
+///     });
+///     input.send((3, 7)); // key 7 at tick 3, key 8 at tick 12, on timestamp 0
+///     input.send((12, 8));
+///     input.advance_to(10);
+///     input.send((4, 9)); // late: tick 4 on timestamp 10, indexed at tick 10
+///     captured
+/// });
+/// let shipments: Vec<_> = captured.iter()
+///     .flat_map(|e| match e { Event::Messages(_, s) => s, Event::Progress(_) => vec![] })
+///     .collect();
+/// assert_eq!(shipments.iter().map(|s| s.epoch).collect::<Vec<_>>(), vec![0, 1]);
+/// let late: u64 = shipments.iter().filter_map(|s| s.local.as_ref()).map(|l| l.late).sum();
+/// assert_eq!(late, 1);
+/// ```
+pub trait TimedLocalIndex<'scope> {
+    /// [`LocalIndex::local_index`] for `(tick, key)` records.
+    fn local_index_timed(self, config: &IndexConfig) -> StreamVec<'scope, u64, Shipment>;
+
+    /// [`LocalIndex::local_index_with_allocations`] for `(tick, key)` records.
+    fn local_index_timed_with_allocations(
+        self,
+        allocations: StreamVec<'scope, u64, (u64, Allocation)>,
+        config: &IndexConfig,
+    ) -> StreamVec<'scope, u64, Shipment>;
+}
+
+impl<'scope, K: Key + 'static> TimedLocalIndex<'scope> for StreamVec<'scope, u64, (Tick, K)> {
+    fn local_index_timed(self, config: &IndexConfig) -> StreamVec<'scope, u64, Shipment> {
         let none = empty(self.scope());
         build(self, none, config, false)
     }
 
-    fn local_index_with_allocations(
+    fn local_index_timed_with_allocations(
         self,
         allocations: StreamVec<'scope, u64, (u64, Allocation)>,
         config: &IndexConfig,
@@ -92,7 +155,7 @@ impl<'scope, K: Key + 'static> LocalIndex<'scope> for StreamVec<'scope, u64, K> 
 }
 
 fn build<'scope, K: Key + 'static>(
-    records: StreamVec<'scope, u64, K>,
+    records: StreamVec<'scope, u64, (Tick, K)>,
     allocations: StreamVec<'scope, u64, (u64, Allocation)>,
     config: &IndexConfig,
     announced: bool,
@@ -124,11 +187,8 @@ fn build<'scope, K: Key + 'static>(
                 }
                 input.for_each_stamp(|cap, data| {
                     let Some(&t) = cap.least() else { return };
-                    let e = state.config.epoch_of(t);
-                    let last = state.config.epoch_last(e);
-                    state.open_epoch(e, || cap.delayed(&last, port));
                     for batch in data {
-                        state.insert_batch(e, t, batch);
+                        state.accept(t, batch, |last| cap.delayed(&last, port));
                     }
                 });
             }
@@ -143,6 +203,9 @@ struct OpenEpoch {
     /// allocation is not known yet.
     buffer: Held,
     stats: LocalStats,
+    /// The epoch's records as hashes, for shipping instead of changed words when smaller;
+    /// `None` once they outgrow [`LocalState::log_cap`].
+    log: Option<EpochRecords>,
 }
 
 /// One worker's local index.
@@ -169,12 +232,26 @@ struct LocalState {
     buffered: u64,
     /// Refused announcements not reported yet.
     refused: u64,
-    /// Scratch space for a batch's key hashes.
+    /// Scratch space for a batch's key hashes and ticks.
     hashes: Vec<KeyHash>,
+    ticks: Vec<Tick>,
+    /// Records an epoch's log may hold: past it, the changed words are surely fewer bytes.
+    log_cap: usize,
+    /// Whether shipped hashes carry `hi` (the standard layout).
+    with_hi: bool,
 }
 
 impl LocalState {
     fn new(config: IndexConfig, me: usize, peers: usize, announced: bool) -> Self {
+        let with_hi = config.layout() == Layout::Standard;
+        let bits: u64 = config.allocation().shapes().iter().map(|s| s.bits).sum();
+        // A record log longer than the whole partition's words is never the smaller shipment;
+        // offsets from the epoch's start must fit 32 bits.
+        let log_cap = if config.epoch_len() <= 1 << 32 {
+            (bits / 8 / EpochRecords::record_bytes(with_hi)) as usize
+        } else {
+            0
+        };
         LocalState {
             config,
             me,
@@ -190,6 +267,9 @@ impl LocalState {
             buffered: 0,
             refused: 0,
             hashes: Vec::new(),
+            ticks: Vec::new(),
+            log_cap,
+            with_hi,
         }
     }
 
@@ -248,83 +328,126 @@ impl LocalState {
     }
 
     fn open_epoch(&mut self, e: u64, cap: impl FnOnce() -> Capability<u64>) {
+        let start = self.config.epoch_start(e);
+        let log = (self.log_cap > 0).then(|| EpochRecords {
+            partition: self.config.partition_of_epoch(e),
+            start,
+            ..EpochRecords::default()
+        });
         self.open.entry(e).or_insert_with(|| OpenEpoch {
             cap: cap(),
             buffer: Held::default(),
             stats: LocalStats::default(),
+            log,
         });
     }
 
-    /// Records a batch of keys at tick `t` of the open epoch `e`: straight into the filter when
-    /// `e` is the earliest open epoch, holds the frontier and its partition's allocation is
-    /// known; held back otherwise.
-    fn insert_batch<K: Key>(&mut self, e: u64, t: Tick, batch: &mut Vec<K>) {
-        let n = batch.len() as u64;
-        if t >= self.config.horizon() {
-            if let Some(epoch) = self.open.get_mut(&e) {
-                *epoch
-                    .stats
-                    .rejected
-                    .entry(RejectReason::BeyondHorizon)
-                    .or_default() += n;
-            }
-            batch.clear();
-            return;
-        }
-        let p = t / self.config.partition_len();
-        let direct = self.head == Some(e)
-            && self.open.keys().next() == Some(&e)
-            && self.resolve(p).is_some();
+    /// Accepts a batch of `(tick, key)` records stamped `ts`: hashes each key once, places a late
+    /// record (tick below `ts`) at `ts`, and hands each run of records of one epoch to
+    /// [`Self::insert_run`], opening the epoch with `cap(its last tick)` when needed.
+    fn accept<K: Key>(
+        &mut self,
+        ts: Tick,
+        batch: &mut Vec<(Tick, K)>,
+        mut cap: impl FnMut(Tick) -> Capability<u64>,
+    ) {
         let seed = self.config.seed();
-        if direct {
-            let local = t % self.config.partition_len();
-            let mut hashes = std::mem::take(&mut self.hashes);
-            hashes.clear();
-            hashes.extend(batch.drain(..).map(|key| KeyHash::of(&key, seed)));
-            let inserted = match self.filter(p) {
-                Some(pbf) => {
-                    // The local tick is below the partition length, the PBF-2's horizon.
-                    let _ = pbf.insert_hashes(&hashes, local);
-                    n
-                }
-                None => 0,
-            };
-            self.hashes = hashes;
-            batch.clear();
-            if let Some(epoch) = self.open.get_mut(&e) {
-                epoch.stats.records += inserted;
-                if inserted < n {
-                    *epoch
-                        .stats
-                        .rejected
-                        .entry(RejectReason::BadAllocation)
-                        .or_default() += n;
-                }
-            }
-            return;
+        let mut hashes = std::mem::take(&mut self.hashes);
+        let mut ticks = std::mem::take(&mut self.ticks);
+        hashes.clear();
+        ticks.clear();
+        let mut late = 0;
+        for (t, key) in batch.drain(..) {
+            late += u64::from(t < ts);
+            hashes.push(KeyHash::of(&key, seed));
+            ticks.push(t.max(ts));
         }
+        let mut i = 0;
+        while i < ticks.len() {
+            let e = self.config.epoch_of(ticks[i]);
+            let (first, last) = (self.config.epoch_start(e), self.config.epoch_last(e));
+            let n = ticks[i..].iter().take_while(|&&t| (first..=last).contains(&t)).count();
+            self.open_epoch(e, || cap(last));
+            if let Some(epoch) = self.open.get_mut(&e) {
+                epoch.stats.late += std::mem::take(&mut late);
+            }
+            self.insert_run(e, &hashes[i..i + n], &ticks[i..i + n]);
+            i += n;
+        }
+        self.hashes = hashes;
+        self.ticks = ticks;
+    }
+
+    /// Records a run of key hashes at their ticks, all in the open epoch `e`: straight into the
+    /// filter when `e` is the earliest open epoch, holds the frontier and its partition's
+    /// allocation is known; held back otherwise. Every record taken is logged for shipping.
+    fn insert_run(&mut self, e: u64, hashes: &[KeyHash], ticks: &[Tick]) {
+        let n = hashes.len() as u64;
         let Some(epoch) = self.open.get_mut(&e) else {
-            batch.clear();
             return;
         };
-        let room = self
-            .config
-            .max_buffered()
-            .saturating_sub(self.buffered)
-            .min(n);
-        let held = batch.drain(..).take(room as usize);
-        epoch
-            .buffer
-            .push(t, held.map(|key| KeyHash::of(&key, seed)));
-        batch.clear();
-        self.buffered += room;
-        epoch.stats.records += room;
-        if room < n {
+        // An epoch lies in one partition, and the horizon is a partition boundary.
+        if self.config.epoch_start(e) >= self.config.horizon() {
             *epoch
                 .stats
                 .rejected
-                .entry(RejectReason::BufferFull)
-                .or_default() += n - room;
+                .entry(RejectReason::BeyondHorizon)
+                .or_default() += n;
+            return;
+        }
+        let p = self.config.partition_of_epoch(e);
+        let base = self.config.partition_start(p);
+        let direct = self.head == Some(e)
+            && self.open.keys().next() == Some(&e)
+            && self.resolve(p).is_some();
+        let room = if direct {
+            n
+        } else {
+            self.config
+                .max_buffered()
+                .saturating_sub(self.buffered)
+                .min(n)
+        };
+        let taken = room as usize;
+        let Some(epoch) = self.open.get_mut(&e) else {
+            return;
+        };
+        log(
+            &mut epoch.log,
+            &hashes[..taken],
+            &ticks[..taken],
+            self.log_cap,
+            self.with_hi,
+        );
+        let locals = ticks[..taken].iter().map(|&t| t - base);
+        if !direct {
+            epoch.buffer.push(hashes[..taken].iter().copied().zip(locals));
+            self.buffered += room;
+            epoch.stats.records += room;
+            if room < n {
+                *epoch
+                    .stats
+                    .rejected
+                    .entry(RejectReason::BufferFull)
+                    .or_default() += n - room;
+            }
+            return;
+        }
+        let locals: Vec<Tick> = locals.collect();
+        let inserted = match self.filter(p) {
+            // The local ticks are below the partition length, the PBF-2's horizon.
+            Some(pbf) => pbf.insert_hashes_at(hashes, &locals).map_or(0, |()| n),
+            None => 0,
+        };
+        if let Some(epoch) = self.open.get_mut(&e) {
+            epoch.stats.records += inserted;
+            if inserted < n {
+                *epoch
+                    .stats
+                    .rejected
+                    .entry(RejectReason::BadAllocation)
+                    .or_default() += n;
+            }
         }
     }
 
@@ -373,81 +496,114 @@ impl LocalState {
         let Some(buffer) = self.open.get_mut(&e).map(|o| std::mem::take(&mut o.buffer)) else {
             return;
         };
-        let failed = self.insert_buffered(buffer);
+        let failed = self.insert_buffered(e, buffer);
         if let Some(epoch) = self.open.get_mut(&e) {
             count_failed(&mut epoch.stats, failed);
         }
     }
 
-    /// Inserts held-back records; returns how many found no filter.
-    fn insert_buffered(&mut self, buffer: Held) -> u64 {
+    /// Inserts epoch `e`'s held-back records; returns how many found no filter.
+    fn insert_buffered(&mut self, e: u64, buffer: Held) -> u64 {
         self.buffered -= buffer.len() as u64;
-        let len = self.config.partition_len();
-        let mut failed = 0;
-        for (t, hashes) in buffer.runs() {
-            match self.filter(t / len) {
-                Some(pbf) => {
-                    // The local tick is below the partition length, the PBF-2's horizon.
-                    let _ = pbf.insert_hashes(hashes, t % len);
-                }
-                None => failed += hashes.len() as u64,
-            }
+        if buffer.is_empty() {
+            return 0;
         }
-        failed
+        match self.filter(self.config.partition_of_epoch(e)) {
+            // Held ticks are local to the partition, below its length (the PBF-2's horizon).
+            Some(pbf) => match pbf.insert_hashes_at(buffer.hashes(), buffer.ticks()) {
+                Ok(()) => 0,
+                Err(_) => buffer.len() as u64,
+            },
+            None => buffer.len() as u64,
+        }
     }
 
     /// Inserts the epoch's held-back records, drains the changed words of its partition and
-    /// builds one shipment per destination: every changed word for every worker when
-    /// replicated, the words each worker owns when sharded.
+    /// builds one shipment per destination: the epoch's records as hashes when they are fewer
+    /// bytes, else the changed words — every one for every worker when replicated, the words
+    /// each worker owns when sharded.
     fn flush(&mut self, e: u64, epoch: OpenEpoch) -> (Capability<u64>, Vec<Shipment>) {
         let OpenEpoch {
             cap,
             buffer,
             mut stats,
+            log,
         } = epoch;
-        let failed = self.insert_buffered(buffer);
+        let failed = self.insert_buffered(e, buffer);
         count_failed(&mut stats, failed);
         let p = self.config.partition_of_epoch(e);
         let sharded = self.config.placement() == Placement::Sharded;
         let mut per_dest: Vec<Vec<LevelDelta>> = vec![Vec::new(); self.peers];
+        let mut by_records = vec![false; self.peers];
         let mut announce = None;
+        let peers = self.peers;
         if let Some(pbf) = self.filters.get_mut(&p) {
             if self.shipped.is_none_or(|s| s < p) {
                 self.shipped = Some(p);
                 announce = Some((p, pbf.allocation()));
             }
+            let mut drained: Vec<(u32, ChangedWords)> = Vec::new();
             for level in 0..pbf.levels() {
                 let Some(f) = pbf.level_mut(level) else {
                     continue;
                 };
                 let changed = f.bits_mut().drain_changed();
-                if changed.is_empty() {
-                    continue;
+                if !changed.is_empty() {
+                    drained.push((level, changed));
                 }
+            }
+            let range = |dest: usize, words: usize| {
+                if sharded {
+                    shard_words(words, dest, peers)
+                } else {
+                    0..words
+                }
+            };
+            for (dest, chosen) in by_records.iter_mut().enumerate() {
+                let Some(log) = log.as_ref() else { break };
+                let word_bytes: u64 = drained
+                    .iter()
+                    .filter_map(|(l, c)| {
+                        let n = pbf.level(*l)?.bits().words().len();
+                        Some(DeltaWords::encoded_bytes(c, n, range(dest, n)))
+                    })
+                    .sum();
+                *chosen = word_bytes > 0 && log.wire_bytes() < word_bytes;
+            }
+            for (level, changed) in &drained {
+                let Some(f) = pbf.level(*level) else { continue };
                 let words = f.bits().words();
                 if sharded {
                     for (dest, v) in per_dest.iter_mut().enumerate() {
-                        let range = shard_words(words.len(), dest, self.peers);
-                        if let Some(d) = DeltaWords::encode(&changed, words, range) {
+                        if by_records[dest] {
+                            continue;
+                        }
+                        let range = shard_words(words.len(), dest, peers);
+                        if let Some(d) = DeltaWords::encode(changed, words, range) {
                             v.push(LevelDelta {
                                 partition: p,
-                                level,
+                                level: *level,
                                 words: d,
                             });
                         }
                     }
-                } else if let Some(d) = DeltaWords::encode(&changed, words, 0..words.len()) {
-                    let d = LevelDelta {
-                        partition: p,
-                        level,
-                        words: d,
-                    };
-                    for v in &mut per_dest {
-                        v.push(d.clone());
+                } else if by_records.iter().any(|&r| !r) {
+                    if let Some(d) = DeltaWords::encode(changed, words, 0..words.len()) {
+                        let d = LevelDelta {
+                            partition: p,
+                            level: *level,
+                            words: d,
+                        };
+                        for (dest, v) in per_dest.iter_mut().enumerate() {
+                            if !by_records[dest] {
+                                v.push(d.clone());
+                            }
+                        }
                     }
                 }
             }
         }
+        let records = |dest: usize| by_records[dest].then(|| log.clone()).flatten();
         let announce_bytes = announce.as_ref().map_or(0, |(_, a): &(u64, Allocation)| {
             8 + 12 * a.shapes().len() as u64
         });
@@ -455,7 +611,14 @@ impl LocalState {
             .iter()
             .enumerate()
             .filter(|&(dest, _)| dest != self.me)
-            .map(|(_, v)| announce_bytes + v.iter().map(|d| d.words.wire_bytes()).sum::<u64>())
+            .map(|(dest, v)| {
+                let records = if by_records[dest] {
+                    log.as_ref().map_or(0, EpochRecords::wire_bytes)
+                } else {
+                    0
+                };
+                announce_bytes + records + v.iter().map(|d| d.words.wire_bytes()).sum::<u64>()
+            })
             .sum();
         stats.records_buffered = self.buffered;
         stats.allocations_refused = std::mem::take(&mut self.refused);
@@ -469,6 +632,7 @@ impl LocalState {
                 from: self.me as u32,
                 dest: dest as u32,
                 deltas,
+                records: records(dest),
                 announce: announce.clone(),
                 local: if dest == self.me { stats.take() } else { None },
             })
@@ -508,5 +672,24 @@ fn count_failed(stats: &mut LocalStats, failed: u64) {
             .rejected
             .entry(RejectReason::BadAllocation)
             .or_default() += failed;
+    }
+}
+
+/// Appends a run of records to an epoch's log, or drops the log once it would pass `cap`
+/// records (the changed words are then surely fewer bytes).
+fn log(
+    log: &mut Option<EpochRecords>,
+    hashes: &[KeyHash],
+    ticks: &[Tick],
+    cap: usize,
+    with_hi: bool,
+) {
+    let Some(l) = log.as_mut() else { return };
+    if l.len() + hashes.len() > cap {
+        *log = None;
+        return;
+    }
+    for (&h, &t) in hashes.iter().zip(ticks) {
+        l.push(h, t, with_hi);
     }
 }

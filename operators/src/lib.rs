@@ -10,7 +10,9 @@
 //!   the epochs they depend on; per-epoch [`stats`] and [`digest`]s come out alongside.
 //! * [`TemporalIndex`]: both in one call, with the output split into typed streams.
 //!
-//! Timestamps are `u64` ticks (identity mapping). Configuration errors are returned by
+//! Records carry their own ticks (`(tick, record)`, [`timed`]) on `u64` timestamps that are a
+//! lower bound of them, so the frontier is the watermark (`Timed*` traits); the tick-timestamped
+//! traits ([`LocalIndex`], [`TemporalIndex`], [`Dedup`]) adapt to that one code path. Configuration errors are returned by
 //! [`IndexConfigBuilder::build`] before a dataflow starts; bad records are counted, never panic.
 
 pub mod config;
@@ -23,13 +25,15 @@ pub mod query;
 pub mod state;
 pub mod stats;
 pub mod temporal;
+pub mod timed;
 
 pub use config::{AllocationLag, IndexConfig, IndexConfigBuilder, Placement};
 pub use error::{Error, Result};
-pub use index::LocalIndex;
+pub use index::{LocalIndex, TimedLocalIndex};
 pub use query::{IndexEvent, MergeQuery, QueryAnswer};
 pub use state::MergedState;
-pub use temporal::{IndexStreams, TemporalIndex};
+pub use temporal::{IndexStreams, TemporalIndex, TimedTemporalIndex};
+pub use timed::{AtTicks, Timed};
 /// The Timely Dataflow version these operators are built on.
 pub use timely;
 pub mod dedup;

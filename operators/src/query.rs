@@ -482,6 +482,9 @@ where
                                 for d in &s.deltas {
                                     stats.refused_words += state.apply(d);
                                 }
+                                if let Some(r) = &s.records {
+                                    stats.refused_words += state.insert_records(r);
+                                }
                                 if let Some(local) = s.local {
                                     stats.local = local;
                                 }

@@ -2,11 +2,11 @@
 //! the worker's block-aligned range of words of every level when sharded.
 
 use crate::config::IndexConfig;
-use crate::delta::{shard_words, DeltaWords, LevelDelta, BLOCK_WORDS};
+use crate::delta::{shard_words, DeltaWords, EpochRecords, LevelDelta, BLOCK_WORDS};
 use crate::digest::{block_hash, BlockUpdate};
 use crate::stats::{LevelStats, RejectReason};
 use chronobloom_core::bloom::{blocked_probes, FilterShape, Layout, BLOCK_BITS};
-use chronobloom_core::hash::{FastMod, Key, KeyHash};
+use chronobloom_core::hash::{BucketMix, FastMod, Key, KeyHash};
 use chronobloom_core::temporal::{dyadic_cover, Allocation, Answer, Pbf2, Tick, TimeRange};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -186,6 +186,24 @@ impl LevelShard {
         (run.len() - (hi - lo)) as u64
     }
 
+    /// Sets the probe bits of `hash` (already at its bucket) that this shard holds.
+    #[inline]
+    fn insert(&mut self, hash: KeyHash) {
+        let Some(m) = self.modulus else { return };
+        match self.layout {
+            Layout::Standard => {
+                for p in hash.probes(self.shape.hashes, m) {
+                    self.or_word((p / 64) as usize, 1 << (p % 64));
+                }
+            }
+            Layout::Blocked => {
+                for p in blocked_probes(hash, self.shape.hashes, m) {
+                    self.or_word((p / 64) as usize, 1 << (p % 64));
+                }
+            }
+        }
+    }
+
     /// True when every probe bit of `hash` this shard holds is set.
     fn holds_all(&self, hash: KeyHash) -> bool {
         let Some(m) = self.modulus else { return true };
@@ -275,12 +293,42 @@ impl MergedState {
         };
         let local = tick % len;
         for (l, level) in part.levels.iter_mut().enumerate() {
-            let Some(m) = level.modulus else { continue };
-            for p in hash.at(local >> l).probes(level.shape.hashes, m) {
-                level.or_word((p / 64) as usize, 1 << (p % 64));
-            }
+            level.insert(hash.at(local >> l));
         }
         Ok(())
+    }
+
+    /// Inserts an epoch's records shipped as hashes into their (existing) partition, the bits
+    /// this state holds; returns how many records it refused (an unknown partition, or ticks
+    /// outside it), which a configuration mismatch between workers would cause.
+    pub(crate) fn insert_records(&mut self, records: &EpochRecords) -> u64 {
+        let len = self.config.partition_len();
+        let p = records.partition;
+        let Some(part) = self.partitions.get_mut(&p) else {
+            return records.len() as u64;
+        };
+        let start = p * len;
+        let inside = |t: Tick| t >= start && t - start < len;
+        let refused = records.iter().filter(|&(_, t)| !inside(t)).count() as u64;
+        for (l, level) in part.levels.iter_mut().enumerate() {
+            if level.modulus.is_none() {
+                continue;
+            }
+            let mut cached: Option<(u64, BucketMix)> = None;
+            for (hash, t) in records.iter().filter(|&(_, t)| inside(t)) {
+                let bucket = (t - start) >> l;
+                let mix = match cached {
+                    Some((b, m)) if b == bucket => m,
+                    _ => {
+                        let m = BucketMix::of(bucket);
+                        cached = Some((bucket, m));
+                        m
+                    }
+                };
+                level.insert(hash.at_mixed(mix));
+            }
+        }
+        refused
     }
 
     /// "Did `key` appear in `range`?" with the probes made.

@@ -54,6 +54,9 @@ impl LevelStats {
 pub struct LocalStats {
     /// Records indexed.
     pub records: u64,
+    /// Records whose tick was below their timestamp (the watermark), indexed at the timestamp.
+    #[serde(default)]
+    pub late: u64,
     /// Records refused, by reason.
     pub rejected: BTreeMap<RejectReason, u64>,
     /// Delta bytes sent to other workers.

@@ -3,11 +3,12 @@
 
 use crate::config::IndexConfig;
 use crate::digest::EpochDigest;
-use crate::index::LocalIndex;
+use crate::index::TimedLocalIndex;
+use crate::timed::Timed;
 use crate::query::{IndexEvent, MergeQuery, QueryAnswer};
 use crate::stats::EpochStats;
 use chronobloom_core::hash::Key;
-use chronobloom_core::temporal::{Allocation, TimeRange};
+use chronobloom_core::temporal::{Allocation, Tick, TimeRange};
 use timely::dataflow::operators::vec::Map;
 use timely::dataflow::StreamVec;
 use timely::ExchangeData;
@@ -28,7 +29,7 @@ pub struct IndexStreams<'scope, K> {
 /// ```
 /// use timely::dataflow::operators::{Capture, Input};
 /// use timely::dataflow::operators::capture::{Event, Extract};
-/// use chronobloom_core::temporal::{Allocation, TimeRange};
+/// use chronobloom_core::temporal::{Allocation, Tick, TimeRange};
 /// use chronobloom_operators::{IndexConfig, TemporalIndex};
 ///
 /// let cfg = IndexConfig::builder().epoch_len(10).partition_len(100).bits(8_000).build().unwrap();
@@ -72,13 +73,13 @@ pub trait TemporalIndex<'scope, K> {
     ) -> IndexStreams<'scope, Q>;
 }
 
-impl<'scope, K: Key + 'static> TemporalIndex<'scope, K> for StreamVec<'scope, u64, K> {
+impl<'scope, K: Key + Clone + 'static> TemporalIndex<'scope, K> for StreamVec<'scope, u64, K> {
     fn temporal_index<Q: Key + ExchangeData + Clone>(
         self,
         queries: StreamVec<'scope, u64, (Q, TimeRange)>,
         config: &IndexConfig,
     ) -> IndexStreams<'scope, Q> {
-        split(self.local_index(config).merge_and_query(queries, config))
+        self.timed().temporal_index_timed(queries, config)
     }
 
     fn temporal_index_with_allocations<Q: Key + ExchangeData + Clone>(
@@ -87,8 +88,47 @@ impl<'scope, K: Key + 'static> TemporalIndex<'scope, K> for StreamVec<'scope, u6
         allocations: StreamVec<'scope, u64, (u64, Allocation)>,
         config: &IndexConfig,
     ) -> IndexStreams<'scope, Q> {
+        self.timed()
+            .temporal_index_timed_with_allocations(queries, allocations, config)
+    }
+}
+
+/// [`TemporalIndex`] for `(tick, key)` records on timestamps that are a lower bound of their
+/// ticks ([`crate::timed`]); queries stay stamped with the tick they are issued at.
+pub trait TimedTemporalIndex<'scope> {
+    /// Indexes this stream and answers `queries`.
+    fn temporal_index_timed<Q: Key + ExchangeData + Clone>(
+        self,
+        queries: StreamVec<'scope, u64, (Q, TimeRange)>,
+        config: &IndexConfig,
+    ) -> IndexStreams<'scope, Q>;
+
+    /// As [`Self::temporal_index_timed`], with announced allocations.
+    fn temporal_index_timed_with_allocations<Q: Key + ExchangeData + Clone>(
+        self,
+        queries: StreamVec<'scope, u64, (Q, TimeRange)>,
+        allocations: StreamVec<'scope, u64, (u64, Allocation)>,
+        config: &IndexConfig,
+    ) -> IndexStreams<'scope, Q>;
+}
+
+impl<'scope, K: Key + 'static> TimedTemporalIndex<'scope> for StreamVec<'scope, u64, (Tick, K)> {
+    fn temporal_index_timed<Q: Key + ExchangeData + Clone>(
+        self,
+        queries: StreamVec<'scope, u64, (Q, TimeRange)>,
+        config: &IndexConfig,
+    ) -> IndexStreams<'scope, Q> {
+        split(self.local_index_timed(config).merge_and_query(queries, config))
+    }
+
+    fn temporal_index_timed_with_allocations<Q: Key + ExchangeData + Clone>(
+        self,
+        queries: StreamVec<'scope, u64, (Q, TimeRange)>,
+        allocations: StreamVec<'scope, u64, (u64, Allocation)>,
+        config: &IndexConfig,
+    ) -> IndexStreams<'scope, Q> {
         split(
-            self.local_index_with_allocations(allocations, config)
+            self.local_index_timed_with_allocations(allocations, config)
                 .merge_and_query(queries, config),
         )
     }

@@ -1,6 +1,6 @@
-//! The batch insert of [`BloomFilter`]: many keys at one temporal bucket, the lines of 16–32 keys
-//! prefetched before their bits are set, so that their cache misses overlap, and the hash count
-//! unrolled for 1–8.
+//! The batch insert of [`BloomFilter`]: many keys at one temporal bucket or each at its own, the
+//! lines of 16–32 keys prefetched before their bits are set, so that their cache misses overlap,
+//! and the hash count unrolled for 1–8.
 
 use super::layout::{block_offsets, block_seed, BLOCK_WORDS};
 use super::{BloomFilter, Layout};
@@ -44,6 +44,30 @@ impl BloomFilter {
     /// assert!(keys.iter().all(|h| f.contains_hash(h.at(5))));
     /// ```
     pub fn insert_mixed(&mut self, hashes: &[KeyHash], mix: BucketMix) {
+        self.insert_batch(hashes, Mixes::One(mix));
+    }
+
+    /// Inserts `hashes[i].at(buckets[i] >> shift)` for each `i`: [`Self::insert_mixed`] with a
+    /// bucket per key (a PBF-2 level's buckets of event ticks). The bucket half of the hashing is
+    /// redone only where the bucket changes, so keys in runs of one bucket cost what
+    /// [`Self::insert_mixed`] costs. Keys beyond `buckets.len()` are not inserted.
+    ///
+    /// ```
+    /// use chronobloom_core::bloom::{BloomFilter, Filter};
+    /// use chronobloom_core::hash::KeyHash;
+    /// let keys: Vec<KeyHash> = (0..10u64).map(|k| KeyHash::of(&k, 0)).collect();
+    /// let ticks: Vec<u64> = (0..10).collect();
+    /// let mut f = BloomFilter::new(1_000, 3, 0).unwrap();
+    /// f.insert_each_bucket(&keys, &ticks, 1); // bucket = tick / 2
+    /// assert!(keys.iter().zip(&ticks).all(|(h, t)| f.contains_hash(h.at(t >> 1))));
+    /// ```
+    pub fn insert_each_bucket(&mut self, hashes: &[KeyHash], buckets: &[u64], shift: u32) {
+        let n = hashes.len().min(buckets.len());
+        self.insert_batch(&hashes[..n], Mixes::each(&buckets[..n], shift));
+    }
+
+    /// The batch insert of either kind, one loop per layout (the layout is checked once).
+    fn insert_batch(&mut self, hashes: &[KeyHash], mix: Mixes) {
         match self.layout {
             // The common hash counts get loops the compiler unrolls.
             Layout::Blocked => {
@@ -59,7 +83,7 @@ impl BloomFilter {
     /// [`Self::insert_mixed`] for the blocked layout with `K` hashes (`K = 0`: `self.hashes`),
     /// tracking changes or not, decided once for the batch.
     #[inline]
-    fn insert_blocked_batch<const K: usize>(&mut self, hashes: &[KeyHash], mix: BucketMix) {
+    fn insert_blocked_batch<const K: usize>(&mut self, hashes: &[KeyHash], mix: Mixes) {
         let k = if K == 0 { self.hashes } else { K as u32 };
         let batch = Batch::new(hashes, mix, self.modulus, k);
         match self.bits.writer() {
@@ -71,7 +95,7 @@ impl BloomFilter {
     /// [`Self::insert_mixed`] for the standard layout with `K` hashes (`K = 0`: `self.hashes`),
     /// tracking changes or not, decided once for the batch.
     #[inline]
-    fn insert_standard_batch<const K: usize>(&mut self, hashes: &[KeyHash], mix: BucketMix) {
+    fn insert_standard_batch<const K: usize>(&mut self, hashes: &[KeyHash], mix: Mixes) {
         let batch = Batch::new(hashes, mix, self.modulus, self.hashes);
         match self.bits.writer() {
             Writer::Tracked(mut w) => insert_standard::<K, true>(&mut w, batch),
@@ -80,19 +104,66 @@ impl BloomFilter {
     }
 }
 
-/// What one batch insert puts in: the key hashes, their bucket's mix, the filter's modulus (bits
-/// or blocks) and hash count.
+/// The buckets of a batch's keys: one for all, or one per key.
+#[derive(Clone, Copy)]
+enum Mixes<'a> {
+    /// Every key in this bucket.
+    One(BucketMix),
+    /// Key `i` in bucket `buckets[i] >> shift`; the last bucket's mix is cached.
+    Each {
+        buckets: &'a [u64],
+        shift: u32,
+        last: u64,
+        mix: BucketMix,
+    },
+}
+
+impl<'a> Mixes<'a> {
+    fn each(buckets: &'a [u64], shift: u32) -> Self {
+        let last = buckets.first().map_or(0, |&b| b >> shift);
+        Mixes::Each {
+            buckets,
+            shift,
+            last,
+            mix: BucketMix::of(last),
+        }
+    }
+
+    /// The mix of key `i`'s bucket.
+    #[inline]
+    fn at(&mut self, i: usize) -> BucketMix {
+        match self {
+            Mixes::One(m) => *m,
+            Mixes::Each {
+                buckets,
+                shift,
+                last,
+                mix,
+            } => {
+                let b = buckets[i] >> *shift;
+                if b != *last {
+                    *last = b;
+                    *mix = BucketMix::of(b);
+                }
+                *mix
+            }
+        }
+    }
+}
+
+/// What one batch insert puts in: the key hashes, their buckets' mixes, the filter's modulus
+/// (bits or blocks) and hash count.
 #[derive(Clone, Copy)]
 struct Batch<'a> {
     hashes: &'a [KeyHash],
-    mix: BucketMix,
+    mix: Mixes<'a>,
     modulus: FastMod,
     k: u32,
 }
 
 impl<'a> Batch<'a> {
     #[inline]
-    fn new(hashes: &'a [KeyHash], mix: BucketMix, modulus: FastMod, k: u32) -> Self {
+    fn new(hashes: &'a [KeyHash], mix: Mixes<'a>, modulus: FastMod, k: u32) -> Self {
         Batch {
             hashes,
             mix,
@@ -112,24 +183,24 @@ fn insert_standard<const K: usize, const TRACK: bool>(
     const CHUNK: usize = 16;
     let Batch {
         hashes,
-        mix,
+        mut mix,
         modulus,
         k,
     } = batch;
     if K == 0 {
-        for &h in hashes {
-            for p in h.at_mixed(mix).probes(k, modulus) {
+        for (i, &h) in hashes.iter().enumerate() {
+            for p in h.at_mixed(mix.at(i)).probes(k, modulus) {
                 bits.set(p);
             }
         }
         return;
     }
     let mut todo = [[0u64; K]; CHUNK];
-    for chunk in hashes.chunks(CHUNK) {
-        for (slot, &h) in todo.iter_mut().zip(chunk) {
+    for (c, chunk) in hashes.chunks(CHUNK).enumerate() {
+        for (j, (slot, &h)) in todo.iter_mut().zip(chunk).enumerate() {
             for (p, q) in slot
                 .iter_mut()
-                .zip(h.at_mixed(mix).probes(K as u32, modulus))
+                .zip(h.at_mixed(mix.at(c * CHUNK + j)).probes(K as u32, modulus))
             {
                 bits.prefetch((q / 64) as usize);
                 *p = q;
@@ -150,15 +221,15 @@ fn insert_blocks<const TRACK: bool>(bits: &mut BitWriter<'_, TRACK>, batch: Batc
     const CHUNK: usize = 32;
     let Batch {
         hashes,
-        mix,
+        mut mix,
         modulus,
         k,
     } = batch;
     let mut todo = [(0usize, 0u64); CHUNK];
-    for chunk in hashes.chunks(CHUNK) {
-        for (slot, &h) in todo.iter_mut().zip(chunk) {
+    for (c, chunk) in hashes.chunks(CHUNK).enumerate() {
+        for (j, (slot, &h)) in todo.iter_mut().zip(chunk).enumerate() {
             // Only `lo` is used (step 5): the compiler drops the mixing of `hi`.
-            let lo = h.at_mixed(mix).lo;
+            let lo = h.at_mixed(mix.at(c * CHUNK + j)).lo;
             let b = modulus.reduce(lo) as usize;
             bits.prefetch(b * BLOCK_WORDS);
             *slot = (b, block_seed(lo));

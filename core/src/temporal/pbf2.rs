@@ -133,6 +133,40 @@ impl Pbf2 {
         Ok(())
     }
 
+    /// Inserts `hashes[i]` at `ticks[i]` for each `i` (event ticks, in any order): the same bits as
+    /// [`TemporalFilter::insert_hash`] on each, level by level, with the bucket half of the hashing
+    /// redone only where a level's bucket changes. Nothing is inserted when the lengths differ or
+    /// a tick is outside the horizon.
+    ///
+    /// ```
+    /// use chronobloom_core::hash::KeyHash;
+    /// use chronobloom_core::temporal::{Pbf2, TemporalFilter, TimeRange};
+    /// let mut p = Pbf2::uniform(64, 40_000, 4, 9).unwrap();
+    /// let keys: Vec<KeyHash> = (0..100u64).map(|k| KeyHash::of(&k, 9)).collect();
+    /// let ticks: Vec<u64> = (0..100).map(|k| k % 64).collect();
+    /// p.insert_hashes_at(&keys, &ticks).unwrap();
+    /// assert!((0..100u64).all(|k| p.query(&k, TimeRange::point(k % 64))));
+    /// ```
+    pub fn insert_hashes_at(&mut self, hashes: &[KeyHash], ticks: &[Tick]) -> Result<()> {
+        if hashes.len() != ticks.len() {
+            return Err(Error::invalid(
+                "ticks",
+                format!("{} ticks for {} hashes", ticks.len(), hashes.len()),
+            ));
+        }
+        let (Some(&lo), Some(&hi)) = (ticks.iter().min(), ticks.iter().max()) else {
+            return Ok(());
+        };
+        self.admit(lo)?;
+        self.admit(hi)?;
+        for (level, filter) in self.levels.iter_mut().enumerate() {
+            if let Some(f) = filter {
+                f.insert_each_bucket(hashes, ticks, level as u32);
+            }
+        }
+        Ok(())
+    }
+
     /// Checks that `tick` can be inserted, growing a dynamic PBF-2 to hold it.
     fn admit(&mut self, tick: Tick) -> Result<()> {
         match self.horizon {

@@ -377,8 +377,8 @@ proptest! {
         assert_no_false_negatives(&f, &recs, &sp)?;
     }
 
-    /// Batch inserts at one tick set exactly the bits of one-by-one inserts: static (with
-    /// zero-bit levels) and dynamic, both layouts, dirty words included.
+    /// Batch inserts at one tick and at a tick per key set exactly the bits of one-by-one inserts:
+    /// static (with zero-bit levels) and dynamic, both layouts, dirty words included.
     #[test]
     fn pbf2_insert_hashes_equals_insert_hash(recs in records(512), zero in proptest::collection::vec(any::<bool>(), 10), seed in any::<u64>(), blocked in any::<bool>()) {
         use crate::bloom::Layout;
@@ -388,11 +388,12 @@ proptest! {
         let alloc = Allocation::new(shapes).unwrap();
         let statics = || Pbf2::with_layout(0, 512, &alloc, seed, layout).unwrap();
         let dynamics = || Pbf2::dynamic_with_layout(FilterShape::new(2048, 3).unwrap(), seed, layout).unwrap();
-        for (mut one, mut batch) in [(statics(), statics()), (dynamics(), dynamics())] {
+        for (mut one, mut batch, mut each) in [(statics(), statics(), statics()), (dynamics(), dynamics(), dynamics())] {
             for l in 0..one.levels() {
-                if let (Some(a), Some(b)) = (one.level_mut(l), batch.level_mut(l)) {
-                    a.bits_mut().track_dirty();
-                    b.bits_mut().track_dirty();
+                for p in [&mut one, &mut batch, &mut each] {
+                    if let Some(f) = p.level_mut(l) {
+                        f.bits_mut().track_dirty();
+                    }
                 }
             }
             let mut by_tick: std::collections::BTreeMap<u64, Vec<KeyHash>> = Default::default();
@@ -403,14 +404,25 @@ proptest! {
             for (t, hashes) in &by_tick {
                 batch.insert_hashes(hashes, *t).unwrap();
             }
+            // event ticks in arrival order, in chunks of 37 (runs of one bucket and changes alike)
+            for chunk in recs.chunks(37) {
+                let hashes: Vec<KeyHash> = chunk.iter().map(|&(k, _)| KeyHash::of(&k, seed)).collect();
+                let ticks: Vec<u64> = chunk.iter().map(|&(_, t)| t).collect();
+                each.insert_hashes_at(&hashes, &ticks).unwrap();
+            }
+            prop_assert!(each.insert_hashes_at(&[KeyHash::of(&1u64, seed)], &[]).is_err());
             prop_assert_eq!(one.levels(), batch.levels());
+            prop_assert_eq!(one.levels(), each.levels());
             for l in 0..one.levels() {
-                match (one.level_mut(l), batch.level_mut(l)) {
-                    (Some(a), Some(b)) => {
+                match (one.level_mut(l), batch.level_mut(l), each.level_mut(l)) {
+                    (Some(a), Some(b), Some(c)) => {
                         prop_assert_eq!(a.bits().words(), b.bits().words());
-                        prop_assert_eq!(a.bits_mut().drain_changed(), b.bits_mut().drain_changed());
+                        prop_assert_eq!(a.bits().words(), c.bits().words());
+                        let changed = a.bits_mut().drain_changed();
+                        prop_assert_eq!(&changed, &b.bits_mut().drain_changed());
+                        prop_assert_eq!(&changed, &c.bits_mut().drain_changed());
                     }
-                    (None, None) => {}
+                    (None, None, None) => {}
                     _ => prop_assert!(false, "level {} differs in presence", l),
                 }
             }
