@@ -14,12 +14,14 @@ use std::time::Duration;
                   -p I (this process), -h FILE (hostfile, one host:port per line)."
 )]
 pub struct Args {
-    /// A pcap or pcapng capture.
-    #[arg(long, conflicts_with_all = ["csv", "synthetic"])]
-    pub pcap: Option<PathBuf>,
-    /// A CSV flow list: `timestamp,src,dst,sport,dport,proto` with a header line.
-    #[arg(long, conflicts_with = "synthetic")]
-    pub csv: Option<PathBuf>,
+    /// Captures (pcap or pcapng), or directories of them. One capture is read by one worker and
+    /// its records exchanged; several are split across the workers of all processes.
+    #[arg(long, num_args = 1.., conflicts_with_all = ["csv", "synthetic"])]
+    pub pcap: Vec<PathBuf>,
+    /// CSV flow lists (`timestamp,src,dst,sport,dport,proto` with a header line), or
+    /// directories of them; split like captures.
+    #[arg(long, num_args = 1.., conflicts_with = "synthetic")]
+    pub csv: Vec<PathBuf>,
     /// A synthetic trace of this many records (the default input is a synthetic trace too).
     #[arg(long)]
     pub synthetic: Option<u64>,
@@ -32,6 +34,14 @@ pub struct Args {
     /// Target false positive rate of the dedup filters (a false positive drops a unique record).
     #[arg(long, default_value_t = 0.01)]
     pub fpr: f64,
+    /// Distinct keys expected in one window, over all workers: sizes the dedup filters (the
+    /// false positive rate holds up to this many).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub expected_keys: u64,
+    /// Run the exact baseline instead of the filters: a hash map of key digest → last tick,
+    /// swept every window / 16, on the same reader (one thread; ignores -w/-n).
+    #[arg(long)]
+    pub exact: bool,
     /// `bykey`: records go to the worker owning their key (no duplicate passes); `local`: records
     /// stay put and workers share closed epochs (a duplicate seen by another worker in the open
     /// epoch may pass).
@@ -71,6 +81,9 @@ pub struct Args {
     /// Bits of the temporal index per partition.
     #[arg(long, default_value_t = 1 << 24)]
     pub index_bits: u64,
+    /// Hourly index partitions (the index's horizon); records past it are counted, not indexed.
+    #[arg(long, default_value_t = 24)]
+    pub index_partitions: u64,
     /// How the index lays out each level's bits.
     #[arg(long, value_enum, default_value_t = IndexLayout::Standard)]
     pub index_layout: IndexLayout,

@@ -1,25 +1,30 @@
-//! The dataflow: every record goes to the dedup operator and to the temporal index; what worker 0
-//! needs for the report (stats, digests, answers, and with `--verify`/`--out` the passed records)
-//! is exchanged to it.
+//! The dataflow: each worker streams its share of the input into the dedup operator and the
+//! temporal index as `(tick, record)` records on epoch timestamps (the frontier is the
+//! watermark); what worker 0 needs for the report (stats, digests, answers, each worker's tally,
+//! and with `--verify`/`--out` the passed records) is exchanged to it.
 
-use crate::source::Rec;
-use chronobloom::core::temporal::TimeRange;
+use crate::source::{Plan, Rec};
+use chronobloom::core::hash::KeyHash;
+use chronobloom::core::temporal::{Tick, TimeRange};
 use chronobloom::operators::dedup_stats::DedupStats;
 use chronobloom::operators::stats::EpochStats;
 use chronobloom::operators::timely;
-use chronobloom::operators::{Dedup, DedupConfig, IndexConfig, TemporalIndex};
+use chronobloom::operators::{DedupConfig, IndexConfig, TimedDedup, TimedTemporalIndex};
 use chronobloom::trace::FlowKey;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
+use timely::dataflow::operators::vec::Map;
 use timely::dataflow::operators::{Exchange, Input, Inspect, Probe};
 use timely::dataflow::ProbeHandle;
+use timely::ExchangeData;
 
-/// What the job needs besides the records.
+/// What the job needs besides the input plan.
 pub struct Job {
-    pub records: Arc<Vec<Rec>>,
+    pub plan: Plan,
     pub queries: Arc<Vec<(FlowKey, TimeRange)>>,
     pub dedup: DedupConfig,
     pub index: IndexConfig,
@@ -28,7 +33,22 @@ pub struct Job {
     pub progress: bool,
 }
 
-/// What worker 0 gathered; other workers return an empty one.
+/// A worker's counts, sent to worker 0 when its input ends.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct WorkerTally {
+    /// Records the worker read and sent into the dataflow.
+    pub records: u64,
+    pub late: u64,
+    pub bad: u64,
+    pub not_ip: u64,
+    /// Bytes of records the worker's reader sent to other workers (a single capture's records,
+    /// routed to their keys' owners).
+    pub routed_bytes: u64,
+    /// Canonical key bytes plus 8 for the tick, summed over the records read: the raw records.
+    pub raw_bytes: u64,
+}
+
+/// What worker 0 gathered; other workers return an empty one (or their error).
 #[derive(Default)]
 pub struct Gathered {
     pub is_leader: bool,
@@ -40,11 +60,56 @@ pub struct Gathered {
     /// (query position, present, probes).
     pub answers: Vec<(u64, bool, u64)>,
     pub passed: Vec<u64>,
+    pub tallies: Vec<WorkerTally>,
+    /// The largest tick a worker read.
+    pub last_tick: u64,
     pub seconds: f64,
+    /// The error that stopped this worker's reader, if any.
+    pub error: Option<String>,
+}
+
+/// A record as it travels: the key, and its position in the input when the passed records are
+/// collected.
+trait JobRecord: ExchangeData + Clone {
+    fn of(r: &Rec) -> Self;
+    fn key(&self) -> FlowKey;
+    fn seq(&self) -> u64;
+}
+
+impl JobRecord for FlowKey {
+    fn of(r: &Rec) -> Self {
+        r.key
+    }
+    fn key(&self) -> FlowKey {
+        *self
+    }
+    fn seq(&self) -> u64 {
+        0
+    }
+}
+
+impl JobRecord for (u64, FlowKey) {
+    fn of(r: &Rec) -> Self {
+        (r.seq, r.key)
+    }
+    fn key(&self) -> FlowKey {
+        self.1
+    }
+    fn seq(&self) -> u64 {
+        self.0
+    }
 }
 
 /// Runs the job on this process's workers; `timely_args` are `-w`/`-n`/`-p`/`-h`.
 pub fn run(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> {
+    if job.collect_passed {
+        run_with::<(u64, FlowKey)>(job, timely_args)
+    } else {
+        run_with::<FlowKey>(job, timely_args)
+    }
+}
+
+fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> {
     let job = Arc::new(job);
     let guards = timely::execute_from_args(timely_args.into_iter(), move |worker| {
         let job = Arc::clone(&job);
@@ -55,21 +120,27 @@ pub fn run(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> 
             ..Gathered::default()
         }));
         let probe = ProbeHandle::new();
-        let (mut r_in, mut q_in) = worker.dataflow::<u64, _, _>(|scope| {
-            let (r_in, records) = scope.new_input::<Vec<(u64, FlowKey)>>();
+        let route = job.plan.single_reader() && peers > 1;
+        let owner = {
+            let (dedup, seed) = (job.dedup.clone(), job.dedup.seed());
+            move |key: &FlowKey| dedup.worker_of(KeyHash::of(key, seed), peers)
+        };
+        let (mut r_in, mut q_in, mut t_in) = worker.dataflow::<u64, _, _>(|scope| {
+            let (r_in, records) = scope.new_input::<Vec<(Tick, D)>>();
             let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
-            let dedup = records
-                .clone()
-                .dedup_by(&job.dedup, |r: &(u64, FlowKey)| r.1);
-            let index = timely::dataflow::operators::vec::Map::map(records, |(_, k)| k)
-                .temporal_index(resolve(queries, &job.queries), &job.index);
-            let (o1, o2, o3, o4, o5) = (
-                out.clone(),
-                out.clone(),
-                out.clone(),
-                out.clone(),
-                out.clone(),
-            );
+            let (t_in, tallies) = scope.new_input::<Vec<WorkerTally>>();
+            let records = if route {
+                let owner = owner.clone();
+                records.exchange(move |(_, d): &(Tick, D)| owner(&d.key()) as u64)
+            } else {
+                records
+            };
+            let dedup = records.clone().dedup_timed_by(&job.dedup, |d: &D| d.key());
+            let index = records
+                .map(|(t, d)| (t, d.key()))
+                .temporal_index_timed(resolve(queries, &job.queries), &job.index);
+            let o = |out: &Rc<RefCell<Gathered>>| Rc::clone(out);
+            let (o1, o2, o3, o4, o5, o6) = (o(&out), o(&out), o(&out), o(&out), o(&out), o(&out));
             dedup
                 .stats
                 .exchange(|_| 0)
@@ -94,56 +165,89 @@ pub fn run(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> 
                 .inspect(move |a| o4.borrow_mut().answers.push((a.key.0, a.present, a.probes)))
                 .probe_with(&probe);
             let collect = job.collect_passed;
-            timely::dataflow::operators::vec::Map::map(dedup.passed, |(seq, _)| seq)
+            dedup
+                .passed
+                .flat_map(move |(_, d)| collect.then(|| d.seq()))
                 .exchange(|_| 0)
-                .inspect(move |&seq| {
-                    if collect {
-                        o5.borrow_mut().passed.push(seq);
-                    }
-                })
+                .inspect(move |&seq| o5.borrow_mut().passed.push(seq))
                 .probe_with(&probe);
-            (r_in, q_in)
+            tallies
+                .exchange(|_| 0)
+                .inspect(move |t| o6.borrow_mut().tallies.push(*t))
+                .probe_with(&probe);
+            (r_in, q_in, t_in)
         });
 
         let epoch = job.dedup.epoch_len();
-        let mine: Vec<&Rec> = job
-            .records
-            .iter()
-            .filter(|r| r.seq % peers as u64 == me as u64)
-            .collect();
-        let bar = progress_bar(job.progress && me == 0, mine.len() as u64);
+        let bar = progress_bar(job.progress && me == 0);
         let start = Instant::now();
-        let mut next_sync = epoch;
-        for (i, r) in mine.iter().enumerate() {
-            if r.tick > *r_in.time() {
-                r_in.advance_to(r.tick);
-                q_in.advance_to(r.tick);
-                if r.tick >= next_sync {
-                    // An epoch closed: let the dataflow catch up before going on.
-                    worker.step_while(|| probe.less_than(r_in.time()));
-                    next_sync = (r.tick / epoch + 1) * epoch;
-                    bar.set_position(i as u64);
+        let mut reader = job.plan.reader(me, peers, false);
+        let mut tally = WorkerTally::default();
+        let (mut open, mut last_tick) = (0, 0);
+        let mut error = None;
+        for rec in reader.by_ref() {
+            let rec = match rec {
+                Ok(r) => r,
+                Err(e) => {
+                    error = Some(e.to_string());
+                    break;
                 }
+            };
+            let e = rec.tick / epoch;
+            if e > open {
+                open = e;
+                let t = e * epoch;
+                r_in.advance_to(t);
+                q_in.advance_to(t);
+                t_in.advance_to(t);
+                // At most two epochs in flight: the buffers stay bounded by the state.
+                let behind = e.saturating_sub(2) * epoch;
+                worker.step_while(|| probe.less_than(&behind));
+                bar.set_position(tally.records);
             }
-            r_in.send((r.seq, r.key));
+            last_tick = rec.tick;
+            let d = D::of(&rec);
+            let raw = raw_bytes(&rec.key);
+            tally.raw_bytes += raw;
+            if route && owner(&rec.key) != me {
+                tally.routed_bytes += bincode::serialized_size(&(rec.tick, &d)).unwrap_or(raw);
+            }
+            r_in.send((rec.tick, d));
+            tally.records += 1;
+            if tally.records % 4096 == 0 {
+                worker.step();
+            }
         }
+        let left = reader.tally();
+        (tally.late, tally.bad, tally.not_ip) = (left.late, left.bad, left.not_ip);
         if me == 0 {
-            let last = job.records.last().map_or(0, |r| r.tick);
-            let now = last.max(*q_in.time());
+            let now = last_tick.max(*q_in.time());
             q_in.advance_to(now);
             for i in 0..job.queries.len() as u64 {
                 q_in.send((i, job.queries[i as usize].1));
             }
         }
-        drop((r_in, q_in));
+        t_in.send(tally);
+        drop((r_in, q_in, t_in));
         worker.step_while(|| !probe.done());
         bar.finish_and_clear();
-        out.borrow_mut().seconds = start.elapsed().as_secs_f64();
-        Rc::try_unwrap(out)
+        let mut g = Rc::try_unwrap(out)
             .map(RefCell::into_inner)
-            .unwrap_or_default()
+            .unwrap_or_default();
+        g.seconds = start.elapsed().as_secs_f64();
+        g.last_tick = last_tick;
+        g.error = error;
+        g
     })?;
     guards.join().into_iter().collect()
+}
+
+/// The canonical bytes of a key plus 8 for its tick: a record as a user would store it.
+fn raw_bytes(key: &FlowKey) -> u64 {
+    use chronobloom::core::hash::{CanonicalBytes, Key};
+    let mut bytes = CanonicalBytes::new();
+    key.write_canonical(&mut bytes);
+    bytes.as_slice().len() as u64 + 8
 }
 
 /// Queries travel as positions in the query list (every process has the list); this turns them
@@ -153,7 +257,7 @@ fn resolve<'s>(
     list: &Arc<Vec<(FlowKey, TimeRange)>>,
 ) -> timely::dataflow::StreamVec<'s, u64, (QueryKey, TimeRange)> {
     let list = Arc::clone(list);
-    timely::dataflow::operators::vec::Map::map(queries, move |(i, r)| {
+    queries.map(move |(i, r)| {
         let key = list
             .get(i as usize)
             .map_or(FlowKey::Src([0, 0, 0, 0].into()), |q| q.0);
@@ -171,14 +275,12 @@ impl chronobloom::core::hash::Key for QueryKey {
     }
 }
 
-fn progress_bar(show: bool, len: u64) -> ProgressBar {
+fn progress_bar(show: bool) -> ProgressBar {
     if !show || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-    if let Ok(style) =
-        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} records ({per_sec})")
-    {
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template("{elapsed_precise} {pos} records ({per_sec})") {
         bar.set_style(style);
     }
     bar

@@ -12,6 +12,7 @@
 
 mod cli;
 mod dataflow;
+mod exact;
 mod plot;
 mod source;
 mod verify;
@@ -51,21 +52,20 @@ fn ticks(d: std::time::Duration, unit: std::time::Duration) -> u64 {
 }
 
 fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
+    let started = std::time::Instant::now();
     let window = ticks(args.window, args.unit);
     let epoch = ticks(args.epoch, args.unit);
     if window == 0 || epoch == 0 {
         return Err("--window and --epoch must be at least one tick (--unit)".into());
     }
-    let input = source::load(args)?;
-    if input.records.is_empty() {
-        return Err(format!("{}: no IP records", input.name).into());
+    let plan = source::Plan::new(args)?;
+    if args.exact {
+        return report_exact(args, &plan, window, started);
     }
     let queries = match &args.queries {
         Some(p) => read_queries(p)?,
         None => Vec::new(),
     };
-    let last_tick = input.records.last().map_or(0, |r| r.tick);
-    let per_window = expected_per_window(&input.records, window);
     let dedup = DedupConfig::builder()
         .window(window)
         .fpr(args.fpr)
@@ -74,7 +74,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
             cli::Mode::Bykey => DedupMode::ByKey,
             cli::Mode::Local => DedupMode::Local,
         })
-        .expected_items_per_window(per_window)
+        .expected_items_per_window(args.expected_keys)
         .seed(args.seed)
         .build()?;
     // One PBF-2 partition per hour of trace time (rounded to whole epochs).
@@ -83,7 +83,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
     let index = IndexConfig::builder()
         .epoch_len(epoch)
         .partition_len(partition_len)
-        .partitions(last_tick / partition_len + 1)
+        .partitions(args.index_partitions)
         .bits(args.index_bits)
         .hashes(4)
         .layout(match args.index_layout {
@@ -93,9 +93,8 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
         .seed(args.seed)
         .build()?;
     let levels = Pbf2::levels_for(partition_len)?;
-    let records = Arc::new(input.records);
     let job = dataflow::Job {
-        records: Arc::clone(&records),
+        plan: plan.clone(),
         queries: Arc::new(queries.clone()),
         dedup,
         index,
@@ -103,45 +102,62 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
         progress: !args.json,
     };
     let gathered = dataflow::run(job, timely_args)?;
+    let seconds_total = started.elapsed().as_secs_f64();
+    if let Some(e) = gathered.iter().find_map(|g| g.error.clone()) {
+        return Err(e.into());
+    }
     let Some(g) = gathered.into_iter().find(|g| g.is_leader) else {
         return Ok(()); // another process's workers: process 0 reports
     };
 
-    let mut passed = vec![false; records.len()];
-    for &s in &g.passed {
-        if let Some(p) = passed.get_mut(s as usize) {
-            *p = true;
-        }
+    let n: u64 = g.tallies.iter().map(|t| t.records).sum();
+    if n == 0 {
+        return Err(format!("{}: no IP records", plan.name()).into());
     }
-    let n = records.len() as u64;
+    let sum = |f: fn(&dataflow::WorkerTally) -> u64| g.tallies.iter().map(f).sum::<u64>();
     let unique_out: u64 = g.dedup.iter().map(|s| s.passed).sum();
     let dropped: u64 = g.dedup.iter().map(|s| s.dropped).sum();
-    let verdict = args
-        .verify
-        .then(|| verify::verify(&records, &passed, window));
-    let bytes = g.dedup.iter().map(|s| s.bytes_sent).sum::<u64>()
-        + g.index.iter().map(|s| s.local.bytes_sent).sum::<u64>();
-    let filter_bits =
-        peak_dedup_bits(&g.dedup) + g.index.iter().map(|s| s.merged_bits).max().unwrap_or(0);
+    // The whole input again, for the exact answers and `--out` (not part of the timed job).
+    let all: Option<Vec<source::Rec>> = (args.verify || args.out.is_some())
+        .then(|| plan.reader(0, 1, true).collect::<Result<Vec<_>, _>>())
+        .transpose()?;
+    let passed = all.as_ref().map(|all| {
+        let set: std::collections::HashSet<u64> = g.passed.iter().copied().collect();
+        all.iter()
+            .map(|r| set.contains(&r.seq))
+            .collect::<Vec<bool>>()
+    });
+    let verdict = match (&all, &passed) {
+        (Some(all), Some(p)) if args.verify => Some(verify::verify(all, p, window)),
+        _ => None,
+    };
+    let dedup_bytes = g.dedup.iter().map(|s| s.bytes_sent).sum::<u64>();
+    let index_bytes = g.index.iter().map(|s| s.local.bytes_sent).sum::<u64>();
+    let routed_bytes = sum(|t| t.routed_bytes);
+    let bytes = dedup_bytes + index_bytes + routed_bytes;
+    let dedup_bits = peak_dedup_bits(&g.dedup);
+    let index_bits = g.index.iter().map(|s| s.merged_bits).max().unwrap_or(0);
     let digest = g.digests.iter().max().map(|&(_, d)| format!("{d:016x}"));
-    let answers: Vec<serde_json::Value> =
-        g_answers(&g, &queries, args.verify.then_some(&records[..]));
+    let exact_records = all.as_deref().filter(|_| args.verify);
+    let answers: Vec<serde_json::Value> = g_answers(&g, &queries, exact_records);
+    let late = sum(|t| t.late) + g.dedup.iter().map(|s| s.late).sum::<u64>();
 
-    if let Some(path) = &args.out {
-        write_out(path, &records, &passed)?;
+    if let (Some(path), Some(all), Some(p)) = (&args.out, &all, &passed) {
+        write_out(path, all, p)?;
     }
     if let Some(path) = &args.plot {
         let points = epoch_points(&g.dedup, epoch, args.unit);
-        plot::write(path, &format!("trace_dedup: {}", input.name), &points)?;
+        plot::write(path, &format!("trace_dedup: {}", plan.name()), &points)?;
     }
+    let per = |b: u64| b as f64 / n as f64;
     let report = json!({
-        "input": input.name,
+        "input": plan.name(),
         "records": n,
         "unique_out": unique_out,
         "duplicates_dropped": dropped,
-        "late_records": input.late,
-        "bad_records": input.bad,
-        "not_ip": input.not_ip,
+        "late_records": late,
+        "bad_records": sum(|t| t.bad),
+        "not_ip": sum(|t| t.not_ip),
         "missed_duplicates": verdict.map(|v| v.missed_duplicates),
         "false_drops": verdict.map(|v| v.false_drops),
         "false_drop_rate": verdict.map(|v| v.false_drop_rate()),
@@ -153,10 +169,20 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
         "workers": g.workers,
         "epoch_ticks": epoch,
         "bytes_exchanged": bytes,
-        "filter_bits": filter_bits,
+        "bytes_exchanged_per_record": per(bytes),
+        "bytes_per_record_by_kind": {
+            "input": per(routed_bytes), "dedup": per(dedup_bytes), "index": per(index_bytes),
+        },
+        "raw_bytes_per_record": per(sum(|t| t.raw_bytes)),
+        "filter_bits": dedup_bits + index_bits,
+        "dedup_bits": dedup_bits,
+        "index_bits": index_bits,
         "index_levels": levels,
         "records_per_sec": n as f64 / g.seconds.max(1e-9),
         "seconds": g.seconds,
+        "seconds_total": seconds_total,
+        "records_per_sec_total": n as f64 / seconds_total.max(1e-9),
+        "peak_rss_bytes": peak_rss_bytes(),
         "digest": digest,
         "answers": answers,
     });
@@ -168,17 +194,60 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
     Ok(())
 }
 
-/// The dedup filters' expected keys per window: the largest count of records in any window-long
-/// stretch of the trace (an upper bound on distinct keys in a window).
-fn expected_per_window(records: &[source::Rec], window: u64) -> u64 {
-    let (mut best, mut lo) = (1, 0);
-    for (hi, r) in records.iter().enumerate() {
-        while records[lo].tick + window <= r.tick {
-            lo += 1;
-        }
-        best = best.max((hi - lo + 1) as u64);
+/// `--exact`: the baseline's report, in the same JSON shape where it applies.
+fn report_exact(
+    args: &cli::Args,
+    plan: &source::Plan,
+    window: u64,
+    started: std::time::Instant,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let x = exact::run(plan, window)?;
+    let seconds_total = started.elapsed().as_secs_f64();
+    let report = json!({
+        "input": plan.name(),
+        "exact": true,
+        "records": x.records,
+        "unique_out": x.passed,
+        "duplicates_dropped": x.records - x.passed,
+        "late_records": x.late,
+        "bad_records": x.bad,
+        "not_ip": x.not_ip,
+        "window": format!("{:?}", args.window),
+        "window_ticks": window,
+        "workers": 1,
+        "bytes_exchanged": 0,
+        "bytes_exchanged_per_record": 0.0,
+        "peak_window_keys": x.peak_keys,
+        "map_bytes": x.peak_map_bytes,
+        "seconds": x.seconds,
+        "seconds_total": seconds_total,
+        "records_per_sec": x.records as f64 / x.seconds.max(1e-9),
+        "records_per_sec_total": x.records as f64 / seconds_total.max(1e-9),
+        "peak_rss_bytes": peak_rss_bytes(),
+    });
+    if args.json {
+        println!("{report}");
+    } else {
+        println!("chronobloom trace_dedup --exact — {}", plan.name());
+        println!(
+            "  records {}  passed {}  peak keys in a window {}  map {} bytes",
+            x.records, x.passed, x.peak_keys, x.peak_map_bytes
+        );
+        println!(
+            "  {:.0} records/s (whole run {:.3} s)",
+            x.records as f64 / x.seconds.max(1e-9),
+            seconds_total
+        );
     }
-    best
+    Ok(())
+}
+
+/// This process's peak resident set (`VmHWM` of `/proc/self/status`), where the OS reports it.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// The largest total over epochs of the bits the workers' dedup filters held.
@@ -315,10 +384,12 @@ fn summary(r: &serde_json::Value, show_digest: bool) {
         );
     }
     println!(
-        "  {:.0} records/s, {} bytes exchanged, {} filter bits",
-        r["records_per_sec"].as_f64().unwrap_or(0.0),
-        r["bytes_exchanged"],
-        r["filter_bits"]
+        "  {:.0} records/s ({:.3} s whole run), {:.1} bytes exchanged per record, dedup {} bits, index {} bits",
+        r["records_per_sec_total"].as_f64().unwrap_or(0.0),
+        r["seconds_total"].as_f64().unwrap_or(0.0),
+        r["bytes_exchanged_per_record"].as_f64().unwrap_or(0.0),
+        r["dedup_bits"],
+        r["index_bits"]
     );
     if show_digest {
         println!("  digest {}", r["digest"].as_str().unwrap_or("-"));

@@ -54,6 +54,7 @@
 use crate::dedup_stats::{DedupStats, Slice, SliceStats};
 use crate::error::{Error, Result};
 use crate::tick_filter::TickFilter;
+use crate::timed::{AtTicks, Timed};
 use crate::window_view::{ViewDelta, WindowView};
 use chronobloom_core::bloom::FilterShape;
 use chronobloom_core::hash::{mix64, CanonicalBytes, Key, KeyHash};
@@ -330,6 +331,12 @@ impl DedupConfig {
         self.epoch_start(e).saturating_add(self.epoch_len - 1)
     }
 
+    /// The worker of `peers` that decides a key in `ByKey` mode: the owner of its shard. A reader
+    /// that routes records there itself spares the operator's exchange.
+    pub fn worker_of(&self, hash: KeyHash, peers: usize) -> usize {
+        self.shard_of(hash) as usize % peers.max(1)
+    }
+
     /// The shard of a key hash, in `0..shards` (a function of its fingerprint, `hash.lo`).
     pub fn shard_of(&self, hash: KeyHash) -> u32 {
         shard_of_fp(hash.lo, self.shards)
@@ -362,7 +369,9 @@ pub struct DedupStreams<'scope, D> {
     pub stats: StreamVec<'scope, u64, DedupStats>,
 }
 
-/// Windowed deduplication of a stream whose timestamps are ticks (see the [module docs](self)).
+/// Windowed deduplication of a stream whose timestamps are ticks (see the [module docs](self)):
+/// [`TimedDedup`] on the records stamped with their timestamps, the passed records put back on
+/// their ticks.
 ///
 /// ```
 /// use timely::dataflow::operators::{Capture, Input};
@@ -401,6 +410,56 @@ pub trait Dedup<'scope, D> {
         F: Fn(&D) -> K + 'static;
 }
 
+impl<'scope, D: ExchangeData> Dedup<'scope, D> for StreamVec<'scope, u64, D> {
+    fn dedup_by<K, F>(self, config: &DedupConfig, key: F) -> DedupStreams<'scope, D>
+    where
+        K: Key,
+        F: Fn(&D) -> K + 'static,
+    {
+        let out = self.timed().dedup_timed_by(config, key);
+        DedupStreams {
+            passed: out.passed.at_ticks(),
+            stats: out.stats,
+        }
+    }
+}
+
+/// Windowed deduplication of `(tick, record)` records on timestamps that are a lower bound of
+/// their ticks ([`crate::timed`]): the decisions of [`Dedup`] (see the [module docs](self)),
+/// taken an epoch at a time once the frontier (the watermark) has passed the epoch, so the
+/// per-record cost does not depend on how fine the ticks are. Passed records come out as
+/// `(tick, record)` at the least timestamp their epoch's records had (at least the epoch's first
+/// tick). A record whose tick is below its timestamp is **late**: decided at its timestamp and
+/// counted in [`DedupStats::late`].
+///
+/// ```
+/// use timely::dataflow::operators::{Capture, Input};
+/// use timely::dataflow::operators::capture::Extract;
+/// use chronobloom_operators::{DedupConfig, TimedDedup};
+///
+/// let cfg = DedupConfig::builder().window(60).epoch_len(100).expected_items_per_window(1_000)
+///     .build().unwrap();
+/// let passed = timely::execute_directly(move |worker| {
+///     let (mut input, passed) = worker.dataflow::<u64, _, _>(|scope| {
+///         let (input, flows) = scope.new_input::<Vec<(u64, &'static str)>>();
+///         (input, flows.dedup_timed_by(&cfg, |k: &&str| k.to_string()).passed.capture())
+///     });
+///     // one epoch of 100 ticks, all records on its first tick as timestamp
+///     for rec in [(0, "a"), (5, "a"), (59, "a"), (70, "a"), (70, "b")] {
+///         input.send(rec);
+///     }
+///     passed
+/// });
+/// assert_eq!(passed.extract(), vec![(0, vec![(0, "a"), (70, "b")])]);
+/// ```
+pub trait TimedDedup<'scope, D> {
+    /// Passes each record whose key (`key(record)`) was not seen in the window ending at its tick.
+    fn dedup_timed_by<K, F>(self, config: &DedupConfig, key: F) -> DedupStreams<'scope, (Tick, D)>
+    where
+        K: Key,
+        F: Fn(&D) -> K + 'static;
+}
+
 /// What the deciding operator emits besides passed records.
 #[derive(Debug, Clone)]
 enum Side {
@@ -414,8 +473,8 @@ type Routed = Rc<RefCell<BTreeMap<u64, (u64, u64)>>>;
 /// A record's key as canonical bytes: the exact identity of same-tick records.
 type KeyBytes<D> = Rc<dyn Fn(&D) -> CanonicalBytes>;
 
-impl<'scope, D: ExchangeData> Dedup<'scope, D> for StreamVec<'scope, u64, D> {
-    fn dedup_by<K, F>(self, config: &DedupConfig, key: F) -> DedupStreams<'scope, D>
+impl<'scope, D: ExchangeData> TimedDedup<'scope, D> for StreamVec<'scope, u64, (Tick, D)> {
+    fn dedup_timed_by<K, F>(self, config: &DedupConfig, key: F) -> DedupStreams<'scope, (Tick, D)>
     where
         K: Key,
         F: Fn(&D) -> K + 'static,
@@ -442,9 +501,9 @@ impl<'scope, D: ExchangeData> Dedup<'scope, D> for StreamVec<'scope, u64, D> {
         let mut records = builder.new_input(records, Pipeline);
         let mut deltas =
             builder.new_input(deltas, Exchange::new(|d: &ViewDelta| u64::from(d.dest)));
-        let (passed_out, passed) = builder.new_output::<Vec<D>>();
+        let (passed_out, passed) = builder.new_output::<Vec<(Tick, D)>>();
         let (side_out, side) = builder.new_output::<Vec<Side>>();
-        let mut passed_out: OutputBuilder<u64, CapacityContainerBuilder<Vec<D>>> =
+        let mut passed_out: OutputBuilder<u64, CapacityContainerBuilder<Vec<(Tick, D)>>> =
             OutputBuilder::from(passed_out);
         let mut side_out: OutputBuilder<u64, CapacityContainerBuilder<Vec<Side>>> =
             OutputBuilder::from(side_out);
@@ -466,29 +525,29 @@ impl<'scope, D: ExchangeData> Dedup<'scope, D> for StreamVec<'scope, u64, D> {
                     }
                 });
                 records.for_each_stamp(|cap, data| {
-                    let Some(&t) = cap.least() else { return };
-                    let last = state.config.epoch_last(state.config.epoch_of(t));
-                    state.open(
-                        t,
-                        || cap.delayed(&t, pass_port),
-                        || cap.delayed(&last, side_port),
-                    );
+                    let Some(&ts) = cap.least() else { return };
                     for batch in data {
-                        for (_, pairs) in batch.iter_mut() {
-                            state.accept(t, pairs);
+                        for (_, records) in batch.iter_mut() {
+                            state.accept(
+                                ts,
+                                records,
+                                |t| cap.delayed(&t, pass_port),
+                                |t| cap.delayed(&t, side_port),
+                            );
                         }
                     }
                 });
-                while let Some((t, tick)) = state.next_tick(r_frontier, d_frontier) {
-                    for (cap, delta) in state.ship(Some(t), r_frontier) {
+                while let Some((e, epoch)) = state.next_epoch(r_frontier, d_frontier) {
+                    let first = state.config.epoch_start(e);
+                    for (cap, delta) in state.ship(Some(first), r_frontier) {
                         side_out.session(&cap).give(Side::Delta(delta));
                     }
-                    for (cap, stats) in state.finished(Some(t), r_frontier, d_frontier) {
+                    for (cap, stats) in state.finished(Some(first), r_frontier, d_frontier) {
                         side_out.session(&cap).give(Side::Stats(Box::new(stats)));
                     }
-                    state.retire(Some(t));
-                    let mut passed = state.decide(t, tick.records);
-                    passed_out.session(&tick.cap).give_container(&mut passed);
+                    state.retire(Some(first));
+                    let mut passed = state.decide(e, epoch.records);
+                    passed_out.session(&epoch.cap).give_container(&mut passed);
                 }
                 let horizon = state.horizon(r_frontier);
                 for (cap, delta) in state.ship(horizon, r_frontier) {
@@ -512,16 +571,19 @@ impl<'scope, D: ExchangeData> Dedup<'scope, D> for StreamVec<'scope, u64, D> {
     }
 }
 
-/// `(fingerprint, record)` pairs bound for one worker.
-type Bundle<D> = (u32, Vec<(u64, D)>);
+/// A record with its tick and its key's fingerprint.
+type Fingerprinted<D> = (Tick, u64, D);
+
+/// Fingerprinted records bound for one worker.
+type Bundle<D> = (u32, Vec<Fingerprinted<D>>);
 
 /// Pairs each record with its key's fingerprint (hashed once, here) and bundles the pairs by the
 /// worker that decides them: the owner of the key's shard in `ByKey` with several workers (the
 /// exchange then routes whole bundles, not records), this worker otherwise. In `ByKey` with
-/// several workers it counts per epoch the bytes of pairs bound for other workers and for this
+/// several workers it counts per epoch the bytes of records bound for other workers and for this
 /// one.
 fn fingerprint<'scope, D: ExchangeData>(
-    records: StreamVec<'scope, u64, D>,
+    records: StreamVec<'scope, u64, (Tick, D)>,
     config: &DedupConfig,
     key: KeyBytes<D>,
     routed: Routed,
@@ -535,35 +597,36 @@ fn fingerprint<'scope, D: ExchangeData>(
     records.unary(Pipeline, "DedupFingerprint", move |_, _| {
         move |input, output| {
             input.for_each_stamp(|cap, data| {
-                let Some(&t) = cap.least() else { return };
+                let Some(&ts) = cap.least() else { return };
                 let mut session = output.session(&cap);
                 let fp = |d: &D| KeyHash::of_bytes(key(d).as_slice(), config.seed()).lo;
                 for batch in data {
                     if !route {
-                        let pairs = batch.drain(..).map(|d| (fp(&d), d)).collect();
-                        session.give((me, pairs));
+                        let records = batch.drain(..).map(|(t, d)| (t, fp(&d), d)).collect();
+                        session.give((me, records));
                         continue;
                     }
-                    let mut bundles: Vec<Vec<(u64, D)>> = (0..peers).map(|_| Vec::new()).collect();
-                    for d in batch.drain(..) {
+                    let mut bundles: Vec<Vec<Fingerprinted<D>>> =
+                        (0..peers).map(|_| Vec::new()).collect();
+                    for (t, d) in batch.drain(..) {
                         let fp = fp(&d);
                         bundles[owner[shard_of_fp(fp, config.shards()) as usize] as usize]
-                            .push((fp, d));
+                            .push((t, fp, d));
                     }
                     let mut routed = routed.borrow_mut();
-                    let slot = routed.entry(config.epoch_of(t)).or_default();
-                    for (dest, pairs) in bundles.into_iter().enumerate() {
-                        if pairs.is_empty() {
+                    let slot = routed.entry(config.epoch_of(ts)).or_default();
+                    for (dest, records) in bundles.into_iter().enumerate() {
+                        if records.is_empty() {
                             continue;
                         }
                         // bincode writes a vector as a u64 length and its items
-                        let bytes = bincode::serialized_size(&pairs).map_or(0, |b| b - 8);
+                        let bytes = bincode::serialized_size(&records).map_or(0, |b| b - 8);
                         if dest as u32 == me {
                             slot.1 += bytes;
                         } else {
                             slot.0 += bytes;
                         }
-                        session.give((dest as u32, pairs));
+                        session.give((dest as u32, records));
                     }
                 }
             });
@@ -571,17 +634,18 @@ fn fingerprint<'scope, D: ExchangeData>(
     })
 }
 
-/// A tick whose records wait for the frontier.
-struct PendingTick<D> {
+/// An epoch whose records wait for the frontier to pass it.
+struct PendingEpoch<D> {
+    /// At the least timestamp of the epoch's records (at least the epoch's first tick).
     cap: Capability<u64>,
-    records: Vec<(u64, D)>,
+    records: Vec<Fingerprinted<D>>,
 }
 
 /// An epoch with records or received deltas whose stats are not out yet.
 struct OpenEpoch {
     cap: Capability<u64>,
     stats: DedupStats,
-    /// Bytes of `(fingerprint, record)` pairs received (`ByKey`, several workers).
+    /// Bytes of fingerprinted records received (`ByKey`, several workers).
     bytes_in: u64,
     /// Fingerprints this worker inserted in the epoch, for the other workers (`Local`, several
     /// workers); `None` once shipped.
@@ -598,21 +662,25 @@ struct DecideState<D> {
     shards: Vec<Option<TickFilter>>,
     /// Other workers' closed epochs, waiting to be inserted (`Local` with several workers).
     view: Option<WindowView>,
-    ticks: BTreeMap<Tick, PendingTick<D>>,
+    pending: BTreeMap<u64, PendingEpoch<D>>,
     epochs: BTreeMap<u64, OpenEpoch>,
     routed: Routed,
     key: KeyBytes<D>,
-    /// Per record of the tick being decided: not seen before the tick.
+    /// Per record of the epoch being decided: not seen before its tick.
     fresh: Vec<bool>,
-    /// Fingerprints of the tick being decided whose key may have occurred earlier in the tick.
-    repeats: Vec<u64>,
-    /// Scratch for sorting a tick's records by shard.
+    /// `(tick, fingerprint)` of the epoch being decided whose key may have occurred earlier in
+    /// the same tick.
+    repeats: Vec<(Tick, u64)>,
+    /// Scratch for sorting an epoch's records by shard.
     order: Vec<(u32, usize)>,
     /// Scratch space of `by_shard`.
     keyed: Vec<(u32, usize)>,
-    /// Records of the last decided tick.
-    last_tick_len: usize,
+    /// Records of the last decided epoch.
+    last_epoch_len: usize,
 }
+
+/// Records whose cache lines are requested ahead of the one being decided.
+const PREFETCH_AHEAD: usize = 24;
 
 impl<D: ExchangeData> DecideState<D> {
     fn new(config: DedupConfig, me: usize, peers: usize, routed: Routed, key: KeyBytes<D>) -> Self {
@@ -628,7 +696,7 @@ impl<D: ExchangeData> DecideState<D> {
             peers,
             shard_shape,
             view,
-            ticks: BTreeMap::new(),
+            pending: BTreeMap::new(),
             epochs: BTreeMap::new(),
             routed,
             key,
@@ -636,7 +704,7 @@ impl<D: ExchangeData> DecideState<D> {
             repeats: Vec::new(),
             order: Vec::new(),
             keyed: Vec::new(),
-            last_tick_len: 0,
+            last_epoch_len: 0,
         }
     }
 
@@ -651,37 +719,50 @@ impl<D: ExchangeData> DecideState<D> {
         })
     }
 
-    /// Makes sure tick `t` and its epoch are open.
-    fn open(
+    /// Buffers a batch of records stamped `ts` in their epochs (a late record, below `ts`, at
+    /// `ts`), leaving `batch` empty; `pass_cap(t)` and `epoch_cap(t)` make capabilities at `t`
+    /// for the passed records and the side output.
+    fn accept(
         &mut self,
-        t: Tick,
-        tick_cap: impl FnOnce() -> Capability<u64>,
-        epoch_cap: impl FnOnce() -> Capability<u64>,
+        ts: Tick,
+        batch: &mut Vec<Fingerprinted<D>>,
+        mut pass_cap: impl FnMut(Tick) -> Capability<u64>,
+        mut epoch_cap: impl FnMut(Tick) -> Capability<u64>,
     ) {
-        self.ticks.entry(t).or_insert_with(|| PendingTick {
-            cap: tick_cap(),
-            records: Vec::new(),
-        });
-        let e = self.config.epoch_of(t);
-        self.open_epoch(e, epoch_cap);
-    }
-
-    /// Buffers a batch of the open tick `t`, leaving `batch` empty.
-    fn accept(&mut self, t: Tick, batch: &mut Vec<(u64, D)>) {
         if self.config.mode() == DedupMode::ByKey && self.peers > 1 {
-            // `(fingerprint, record)` pairs: bincode writes a vector as a u64 length and its items
+            // bincode writes a vector as a u64 length and its items
             let bytes = bincode::serialized_size(&*batch).map_or(0, |b| b.saturating_sub(8));
-            if let Some(epoch) = self.epochs.get_mut(&self.config.epoch_of(t)) {
-                epoch.bytes_in += bytes;
-            }
+            let e = self.config.epoch_of(ts);
+            let last = self.config.epoch_last(e);
+            self.open_epoch(e, || epoch_cap(last)).bytes_in += bytes;
         }
-        if let Some(tick) = self.ticks.get_mut(&t) {
-            // Room for as many records as the last decided tick had: a tick's batches are
-            // appended without regrowing the vector.
-            if tick.records.is_empty() {
-                tick.records.reserve(self.last_tick_len.max(batch.len()));
+        let mut late = 0;
+        let mut current: Option<(u64, Tick, Tick)> = None;
+        for (t, fp, d) in batch.drain(..) {
+            late += u64::from(t < ts);
+            let t = t.max(ts);
+            let e = match current {
+                Some((e, first, last)) if (first..=last).contains(&t) => e,
+                _ => {
+                    let e = self.config.epoch_of(t);
+                    let (first, last) = (self.config.epoch_start(e), self.config.epoch_last(e));
+                    let at = first.max(ts);
+                    let reserve = self.last_epoch_len;
+                    let slot = self.pending.entry(e).or_insert_with(|| PendingEpoch {
+                        cap: pass_cap(at),
+                        records: Vec::with_capacity(reserve),
+                    });
+                    if *slot.cap.time() > at {
+                        slot.cap = pass_cap(at);
+                    }
+                    self.open_epoch(e, || epoch_cap(last)).stats.late += std::mem::take(&mut late);
+                    current = Some((e, first, last));
+                    e
+                }
+            };
+            if let Some(slot) = self.pending.get_mut(&e) {
+                slot.records.push((t, fp, d));
             }
-            tick.records.append(batch);
         }
     }
 
@@ -696,7 +777,7 @@ impl<D: ExchangeData> DecideState<D> {
         epoch.stats.refused_deltas += u64::from(!accepted);
     }
 
-    /// Takes the fingerprints of the epochs whose ticks are all decided (closed by the input
+    /// Takes the fingerprints of the epochs whose records are all decided (closed by the input
     /// frontier, none before `next` waiting), one delta per other worker.
     fn ship(
         &mut self,
@@ -728,18 +809,18 @@ impl<D: ExchangeData> DecideState<D> {
         out
     }
 
-    /// The earliest buffered tick, once the input frontier has passed it and (in `Local` with
-    /// several workers) every delta of the epochs before its epoch has arrived.
-    fn next_tick(
+    /// The earliest buffered epoch, once the input frontier has passed its last tick and (in
+    /// `Local` with several workers) every delta of the epochs before it has arrived.
+    fn next_epoch(
         &mut self,
         r_frontier: &MutableAntichain<u64>,
         d_frontier: &MutableAntichain<u64>,
-    ) -> Option<(Tick, PendingTick<D>)> {
-        let (&t, _) = self.ticks.first_key_value()?;
-        if r_frontier.less_equal(&t) || !self.view_complete(self.config.epoch_of(t), d_frontier) {
+    ) -> Option<(u64, PendingEpoch<D>)> {
+        let (&e, _) = self.pending.first_key_value()?;
+        if r_frontier.less_equal(&self.config.epoch_last(e)) || !self.view_complete(e, d_frontier) {
             return None;
         }
-        self.ticks.pop_first()
+        self.pending.pop_first()
     }
 
     /// Whether every delta epoch `e`'s records may consult has arrived (deltas of epoch `e - 1`
@@ -748,12 +829,12 @@ impl<D: ExchangeData> DecideState<D> {
         self.view.is_none() || e == 0 || !d_frontier.less_equal(&self.config.epoch_start(e))
     }
 
-    /// Inserts the other workers' keys of the epochs before `t`'s (`Local`, several workers).
-    fn apply_view(&mut self, t: Tick) {
+    /// Inserts the other workers' keys of the epochs before `e` (`Local`, several workers).
+    fn apply_view(&mut self, e: u64) {
         let Some(view) = self.view.as_mut() else {
             return;
         };
-        for (e, keys) in view.take_before(self.config.epoch_of(t)) {
+        for (e, keys) in view.take_before(e) {
             let last = self.config.epoch_last(e);
             let order = self.by_shard(keys.iter().copied());
             for (shard, segment) in order.chunk_by(|a, b| a.0 == b.0).map(|s| (s[0].0, s)) {
@@ -775,52 +856,64 @@ impl<D: ExchangeData> DecideState<D> {
         }
     }
 
-    /// Decides tick `t`'s records (see the module docs) and returns those that pass.
-    fn decide(&mut self, t: Tick, mut records: Vec<(u64, D)>) -> Vec<D> {
-        self.apply_view(t);
-        let e = self.config.epoch_of(t);
+    /// Decides epoch `e`'s records (see the module docs) and returns those that pass.
+    fn decide(&mut self, e: u64, mut records: Vec<Fingerprinted<D>>) -> Vec<(Tick, D)> {
+        self.apply_view(e);
         let epoch_start = self.config.epoch_start(e);
         let mut outgoing = self
             .epochs
             .get_mut(&e)
             .and_then(|epoch| epoch.outgoing.take());
-        // Shard by shard (a shard's keys touch few enough lines to stay cached between the two
-        // phases): its lines are prefetched first, so the misses overlap, then
-        // 1. every key is checked against the state before `t`,
-        // 2. every key is inserted at `t`; a key inserted earlier in the tick finds all its cells
-        //    at `t` already (a repeat candidate).
-        let order = self.by_shard(records.iter().map(|&(fp, _)| fp));
+        // Shard by shard (keys of different shards never share cells), tick by tick within a
+        // shard, the lines of the next records requested ahead so their misses overlap:
+        // 1. every key of a tick is checked against the state before the tick,
+        // 2. every key of the tick is inserted; a key inserted earlier in the tick finds all its
+        //    cells at the tick already (a repeat candidate).
+        let mut order = self.by_shard(records.iter().map(|&(_, fp, _)| fp));
+        for segment in order.chunk_by_mut(|a, b| a.0 == b.0) {
+            if !segment.is_sorted_by_key(|&(_, i)| records[i].0) {
+                segment.sort_by_key(|&(_, i)| records[i].0);
+            }
+        }
         let mut fresh = std::mem::take(&mut self.fresh);
         fresh.clear();
         fresh.resize(records.len(), true);
         let mut repeats = std::mem::take(&mut self.repeats);
         repeats.clear();
-        for (shard, segment) in order.chunk_by(|a, b| a.0 == b.0).map(|s| (s[0].0, s)) {
-            let slot = &mut self.shards[shard as usize];
-            if let Some(f) = slot.as_ref() {
-                for &(_, i) in segment {
-                    f.prefetch(records[i].0);
-                }
-                let items = segment.iter().map(|&(_, i)| (i, records[i].0));
-                f.seen_each(items, t, |i, seen| fresh[i] = !seen);
-            }
+        for segment in order.chunk_by(|a, b| a.0 == b.0) {
+            let slot = &mut self.shards[segment[0].0 as usize];
             if slot.is_none() {
-                *slot = TickFilter::new(self.shard_shape, self.config.window(), t).ok();
+                *slot = TickFilter::new(
+                    self.shard_shape,
+                    self.config.window(),
+                    records[segment[0].1].0,
+                )
+                .ok();
             }
             let Some(f) = slot.as_mut() else { continue };
-            let items = segment.iter().map(|&(_, i)| (i, records[i].0));
-            f.insert_each(items, t, |i, before| {
-                let fp = records[i].0;
-                if before == Some(t) && fresh[i] {
-                    repeats.push(fp);
+            let mut ahead = 0;
+            for run in segment.chunk_by(|a, b| records[a.1].0 == records[b.1].0) {
+                let t = records[run[0].1].0;
+                let end = (ahead.max(run.len()) + PREFETCH_AHEAD).min(segment.len());
+                for &(_, i) in &segment[ahead.min(end)..end] {
+                    f.prefetch(records[i].1);
                 }
-                // keys whose cells this worker's inserts of the epoch all set need not travel
-                if let Some(out) = outgoing.as_mut() {
-                    if before.is_none_or(|b| b < epoch_start) {
-                        out.push(fp);
+                ahead = end;
+                let items = run.iter().map(|&(_, i)| (i, records[i].1));
+                f.seen_each(items.clone(), t, |i, seen| fresh[i] = !seen);
+                f.insert_each(items, t, |i, before| {
+                    let fp = records[i].1;
+                    if before == Some(t) && fresh[i] {
+                        repeats.push((t, fp));
                     }
-                }
-            });
+                    // keys whose cells this worker's inserts of the epoch all set need not travel
+                    if let Some(out) = outgoing.as_mut() {
+                        if before.is_none_or(|b| b < epoch_start) {
+                            out.push(fp);
+                        }
+                    }
+                });
+            }
         }
         self.order = order;
         if let Some(epoch) = self.epochs.get_mut(&e) {
@@ -828,13 +921,13 @@ impl<D: ExchangeData> DecideState<D> {
         }
         let same_tick = self.resolve_repeats(&records, &mut repeats, &mut fresh);
         let total = records.len() as u64;
-        self.last_tick_len = records.len();
+        self.last_epoch_len = records.len();
         let mut i = 0;
         records.retain(|_| {
             i += 1;
             fresh[i - 1]
         });
-        let passed: Vec<D> = records.into_iter().map(|(_, d)| d).collect();
+        let passed: Vec<(Tick, D)> = records.into_iter().map(|(t, _, d)| (t, d)).collect();
         self.fresh = fresh;
         self.repeats = repeats;
         if let Some(epoch) = self.epochs.get_mut(&e) {
@@ -847,9 +940,9 @@ impl<D: ExchangeData> DecideState<D> {
         passed
     }
 
-    /// `(shard, index)` of every fingerprint, sorted by shard (a counting sort). The result is
-    /// `self.order`'s buffer, which the caller puts back, and the scratch vector is reused: a
-    /// tick allocates nothing here.
+    /// `(shard, index)` of every fingerprint, sorted by shard (a stable counting sort). The
+    /// result is `self.order`'s buffer, which the caller puts back, and the scratch vector is
+    /// reused: an epoch allocates nothing here.
     fn by_shard(&mut self, fps: impl Iterator<Item = u64>) -> Vec<(u32, usize)> {
         let shards = self.config.shards();
         let mut counts = vec![0usize; shards as usize + 1];
@@ -874,13 +967,13 @@ impl<D: ExchangeData> DecideState<D> {
         order
     }
 
-    /// Among fresh records of one tick whose fingerprint is in `repeats` (candidates flagged by
-    /// the filter), keeps one per exact key fresh, the one with the smallest encoding; returns
-    /// how many it dropped.
+    /// Among fresh records whose `(tick, fingerprint)` is in `repeats` (candidates flagged by the
+    /// filter), keeps one per tick and exact key fresh, the one with the smallest encoding;
+    /// returns how many it dropped.
     fn resolve_repeats(
         &self,
-        records: &[(u64, D)],
-        repeats: &mut [u64],
+        records: &[Fingerprinted<D>],
+        repeats: &mut [(Tick, u64)],
         fresh: &mut [bool],
     ) -> u64 {
         if repeats.is_empty() {
@@ -889,27 +982,27 @@ impl<D: ExchangeData> DecideState<D> {
         repeats.sort_unstable();
         // a 4096-bit prefilter keeps the binary search off most records
         let mut bloom = [0u64; 64];
-        for &fp in repeats.iter() {
+        for &(_, fp) in repeats.iter() {
             bloom[(fp >> 6) as usize & 63] |= 1 << (fp & 63);
         }
-        // exact key -> (index of the best record so far, its encoding once compared)
-        let mut first: HashMap<Vec<u8>, (usize, Option<Vec<u8>>)> = HashMap::new();
+        // (tick, exact key) -> (index of the best record so far, its encoding once compared)
+        let mut first: HashMap<(Tick, Vec<u8>), (usize, Option<Vec<u8>>)> = HashMap::new();
         let mut dropped = 0;
-        for (i, (fp, record)) in records.iter().enumerate() {
+        for (i, (t, fp, record)) in records.iter().enumerate() {
             if !fresh[i]
                 || bloom[(fp >> 6) as usize & 63] & (1 << (fp & 63)) == 0
-                || repeats.binary_search(fp).is_err()
+                || repeats.binary_search(&(*t, *fp)).is_err()
             {
                 continue;
             }
-            match first.entry((self.key)(record).as_slice().to_vec()) {
+            match first.entry((*t, (self.key)(record).as_slice().to_vec())) {
                 Entry::Vacant(v) => {
                     v.insert((i, None));
                 }
                 Entry::Occupied(mut o) => {
                     dropped += 1;
                     let (j, best) = o.get_mut();
-                    let best = best.get_or_insert_with(|| encode(&records[*j].1));
+                    let best = best.get_or_insert_with(|| encode(&records[*j].2));
                     let mine = encode(record);
                     if mine < *best {
                         fresh[*j] = false;
@@ -924,11 +1017,15 @@ impl<D: ExchangeData> DecideState<D> {
         dropped
     }
 
-    /// The earliest tick still to be decided: the first buffered tick or the input frontier;
-    /// `None` when the input is done and nothing waits.
+    /// The earliest tick still to be decided: the first buffered epoch's first tick or the input
+    /// frontier; `None` when the input is done and nothing waits.
     fn horizon(&self, r_frontier: &MutableAntichain<u64>) -> Option<Tick> {
         let frontier = r_frontier.frontier().first().copied();
-        match (self.ticks.first_key_value().map(|(&t, _)| t), frontier) {
+        let first = self
+            .pending
+            .first_key_value()
+            .map(|(&e, _)| self.config.epoch_start(e));
+        match (first, frontier) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -961,7 +1058,7 @@ impl<D: ExchangeData> DecideState<D> {
         while let Some((&e, _)) = self.epochs.first_key_value() {
             let last = self.config.epoch_last(e);
             let waiting =
-                next.is_some_and(|t| t <= last) || self.ticks.range(..=last).next().is_some();
+                next.is_some_and(|t| t <= last) || self.pending.range(..=e).next().is_some();
             if r_frontier.less_equal(&last) || waiting || !self.view_complete(e, d_frontier) {
                 break;
             }
@@ -987,7 +1084,7 @@ impl<D: ExchangeData> DecideState<D> {
         if self.config.mode() == DedupMode::ByKey {
             s.bytes_received = bytes_in.saturating_sub(home);
         }
-        s.records_buffered = self.ticks.values().map(|t| t.records.len() as u64).sum();
+        s.records_buffered = self.pending.values().map(|p| p.records.len() as u64).sum();
         let mut shard_fpr = Vec::new();
         for (i, f) in self.shards.iter().enumerate() {
             let Some(f) = f else { continue };

@@ -46,6 +46,10 @@ pub struct DedupStats {
     pub mode: DedupMode,
     /// Records decided by this worker with ticks in the epoch.
     pub records: u64,
+    /// Of `records`, those whose tick was below their timestamp (the watermark): decided at
+    /// their timestamp.
+    #[serde(default)]
+    pub late: u64,
     /// Records passed (first occurrence of their key in the window, up to false positives).
     pub passed: u64,
     /// Records dropped as duplicates (including false positives).
@@ -53,7 +57,7 @@ pub struct DedupStats {
     /// Of `dropped`, records whose key another record of the same tick on this worker also had
     /// (exact: decided by the 128-bit key hash).
     pub dropped_same_tick: u64,
-    /// Records of later ticks waiting for the frontier when the stats were taken.
+    /// Records of later epochs waiting for the frontier when the stats were taken.
     pub records_buffered: u64,
     /// Bits held by the worker's tick filters (in `Local` they hold the global view too).
     pub local_bits: u64,
@@ -83,6 +87,7 @@ impl DedupStats {
             worker,
             mode,
             records: 0,
+            late: 0,
             passed: 0,
             dropped: 0,
             dropped_same_tick: 0,

@@ -239,10 +239,14 @@ impl EpochRecords {
 
     /// The records as `(hash, tick)` pairs (`hi` = 0 when it did not travel).
     pub fn iter(&self) -> impl Iterator<Item = (KeyHash, u64)> + '_ {
-        self.lo.iter().enumerate().zip(&self.offsets).map(|((i, &lo), &o)| {
-            let hi = self.hi.get(i).copied().unwrap_or(0);
-            (KeyHash { lo, hi }, self.start + u64::from(o))
-        })
+        self.lo
+            .iter()
+            .enumerate()
+            .zip(&self.offsets)
+            .map(|((i, &lo), &o)| {
+                let hi = self.hi.get(i).copied().unwrap_or(0);
+                (KeyHash { lo, hi }, self.start + u64::from(o))
+            })
     }
 }
 

@@ -80,7 +80,7 @@ pub trait LocalIndex<'scope> {
     ) -> StreamVec<'scope, u64, Shipment>;
 }
 
-impl<'scope, K: Key + Clone + 'static> LocalIndex<'scope> for StreamVec<'scope, u64, K> {
+impl<'scope, K: Key + 'static> LocalIndex<'scope> for StreamVec<'scope, u64, K> {
     fn local_index(self, config: &IndexConfig) -> StreamVec<'scope, u64, Shipment> {
         self.timed().local_index_timed(config)
     }
@@ -366,7 +366,10 @@ impl LocalState {
         while i < ticks.len() {
             let e = self.config.epoch_of(ticks[i]);
             let (first, last) = (self.config.epoch_start(e), self.config.epoch_last(e));
-            let n = ticks[i..].iter().take_while(|&&t| (first..=last).contains(&t)).count();
+            let n = ticks[i..]
+                .iter()
+                .take_while(|&&t| (first..=last).contains(&t))
+                .count();
             self.open_epoch(e, || cap(last));
             if let Some(epoch) = self.open.get_mut(&e) {
                 epoch.stats.late += std::mem::take(&mut late);
@@ -378,9 +381,11 @@ impl LocalState {
         self.ticks = ticks;
     }
 
-    /// Records a run of key hashes at their ticks, all in the open epoch `e`: straight into the
-    /// filter when `e` is the earliest open epoch, holds the frontier and its partition's
-    /// allocation is known; held back otherwise. Every record taken is logged for shipping.
+    /// Records a run of key hashes at their ticks, all in the open epoch `e`. While the epoch's
+    /// records are fewer bytes than its partition's words they are only logged: they will travel
+    /// as hashes, and every receiver (this worker too) inserts them into its merged state, so the
+    /// local filter never sees them. Past that, the log is spilled and records go the way of
+    /// changed words ([`Self::place`]).
     fn insert_run(&mut self, e: u64, hashes: &[KeyHash], ticks: &[Tick]) {
         let n = hashes.len() as u64;
         let Some(epoch) = self.open.get_mut(&e) else {
@@ -395,33 +400,46 @@ impl LocalState {
                 .or_default() += n;
             return;
         }
+        if let Some(log) = epoch.log.as_mut() {
+            if log.len() + hashes.len() <= self.log_cap {
+                for (&h, &t) in hashes.iter().zip(ticks) {
+                    log.push(h, t, self.with_hi);
+                }
+                epoch.stats.records += n;
+                return;
+            }
+            if let Some(spilled) = epoch.log.take() {
+                epoch.stats.records -= spilled.len() as u64;
+                let (h, t): (Vec<KeyHash>, Vec<Tick>) = spilled.iter().unzip();
+                self.place(e, &h, &t);
+            }
+        }
+        self.place(e, hashes, ticks);
+    }
+
+    /// Puts a run of epoch `e`'s records in the local filter: straight in when `e` is the
+    /// earliest open epoch, holds the frontier and its partition's allocation is known; held
+    /// back otherwise.
+    fn place(&mut self, e: u64, hashes: &[KeyHash], ticks: &[Tick]) {
+        let n = hashes.len() as u64;
         let p = self.config.partition_of_epoch(e);
         let base = self.config.partition_start(p);
         let direct = self.head == Some(e)
             && self.open.keys().next() == Some(&e)
             && self.resolve(p).is_some();
-        let room = if direct {
-            n
-        } else {
-            self.config
+        let locals = ticks.iter().map(|&t| t - base);
+        if !direct {
+            let Some(epoch) = self.open.get_mut(&e) else {
+                return;
+            };
+            let room = self
+                .config
                 .max_buffered()
                 .saturating_sub(self.buffered)
-                .min(n)
-        };
-        let taken = room as usize;
-        let Some(epoch) = self.open.get_mut(&e) else {
-            return;
-        };
-        log(
-            &mut epoch.log,
-            &hashes[..taken],
-            &ticks[..taken],
-            self.log_cap,
-            self.with_hi,
-        );
-        let locals = ticks[..taken].iter().map(|&t| t - base);
-        if !direct {
-            epoch.buffer.push(hashes[..taken].iter().copied().zip(locals));
+                .min(n);
+            epoch
+                .buffer
+                .push(hashes.iter().copied().zip(locals).take(room as usize));
             self.buffered += room;
             epoch.stats.records += room;
             if room < n {
@@ -532,9 +550,17 @@ impl LocalState {
         let failed = self.insert_buffered(e, buffer);
         count_failed(&mut stats, failed);
         let p = self.config.partition_of_epoch(e);
+        // A logged epoch's records travel as hashes; its partition must exist to be announced.
+        let log = match log {
+            Some(l) if self.filter(p).is_none() => {
+                count_failed(&mut stats, l.len() as u64);
+                None
+            }
+            l => l,
+        };
         let sharded = self.config.placement() == Placement::Sharded;
         let mut per_dest: Vec<Vec<LevelDelta>> = vec![Vec::new(); self.peers];
-        let mut by_records = vec![false; self.peers];
+        let by_records = vec![log.is_some(); self.peers];
         let mut announce = None;
         let peers = self.peers;
         if let Some(pbf) = self.filters.get_mut(&p) {
@@ -551,24 +577,6 @@ impl LocalState {
                 if !changed.is_empty() {
                     drained.push((level, changed));
                 }
-            }
-            let range = |dest: usize, words: usize| {
-                if sharded {
-                    shard_words(words, dest, peers)
-                } else {
-                    0..words
-                }
-            };
-            for (dest, chosen) in by_records.iter_mut().enumerate() {
-                let Some(log) = log.as_ref() else { break };
-                let word_bytes: u64 = drained
-                    .iter()
-                    .filter_map(|(l, c)| {
-                        let n = pbf.level(*l)?.bits().words().len();
-                        Some(DeltaWords::encoded_bytes(c, n, range(dest, n)))
-                    })
-                    .sum();
-                *chosen = word_bytes > 0 && log.wire_bytes() < word_bytes;
             }
             for (level, changed) in &drained {
                 let Some(f) = pbf.level(*level) else { continue };
@@ -672,24 +680,5 @@ fn count_failed(stats: &mut LocalStats, failed: u64) {
             .rejected
             .entry(RejectReason::BadAllocation)
             .or_default() += failed;
-    }
-}
-
-/// Appends a run of records to an epoch's log, or drops the log once it would pass `cap`
-/// records (the changed words are then surely fewer bytes).
-fn log(
-    log: &mut Option<EpochRecords>,
-    hashes: &[KeyHash],
-    ticks: &[Tick],
-    cap: usize,
-    with_hi: bool,
-) {
-    let Some(l) = log.as_mut() else { return };
-    if l.len() + hashes.len() > cap {
-        *log = None;
-        return;
-    }
-    for (&h, &t) in hashes.iter().zip(ticks) {
-        l.push(h, t, with_hi);
     }
 }

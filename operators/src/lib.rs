@@ -40,7 +40,7 @@ pub mod dedup;
 pub mod dedup_stats;
 pub mod tick_filter;
 pub mod window_view;
-pub use dedup::{Dedup, DedupConfig, DedupConfigBuilder, DedupMode, DedupStreams};
+pub use dedup::{Dedup, DedupConfig, DedupConfigBuilder, DedupMode, DedupStreams, TimedDedup};
 pub use dedup_stats::DedupStats;
 pub use tick_filter::TickFilter;
 pub use window_view::{ViewDelta, WindowView};

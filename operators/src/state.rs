@@ -7,6 +7,7 @@ use crate::digest::{block_hash, BlockUpdate};
 use crate::stats::{LevelStats, RejectReason};
 use chronobloom_core::bloom::{blocked_probes, FilterShape, Layout, BLOCK_BITS};
 use chronobloom_core::hash::{BucketMix, FastMod, Key, KeyHash};
+use chronobloom_core::prefetch::prefetch;
 use chronobloom_core::temporal::{dyadic_cover, Allocation, Answer, Pbf2, Tick, TimeRange};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -187,21 +188,52 @@ impl LevelShard {
     }
 
     /// Sets the probe bits of `hash` (already at its bucket) that this shard holds.
-    #[inline]
     fn insert(&mut self, hash: KeyHash) {
+        self.insert_each(std::iter::once(hash));
+    }
+
+    /// Sets the probe bits of each hash (already at its bucket) that this shard holds: the words
+    /// of 16 hashes are prefetched before their bits are set, and no write branches on a word's
+    /// old value, so the cache misses of many keys overlap.
+    fn insert_each(&mut self, hashes: impl Iterator<Item = KeyHash>) {
+        const CHUNK: usize = 16;
         let Some(m) = self.modulus else { return };
-        match self.layout {
-            Layout::Standard => {
-                for p in hash.probes(self.shape.hashes, m) {
-                    self.or_word((p / 64) as usize, 1 << (p % 64));
+        let k = self.shape.hashes;
+        let mut todo: Vec<u64> = Vec::with_capacity(CHUNK * k as usize);
+        let mut hashes = hashes.peekable();
+        while hashes.peek().is_some() {
+            todo.clear();
+            for h in hashes.by_ref().take(CHUNK) {
+                match self.layout {
+                    Layout::Standard => todo.extend(h.probes(k, m)),
+                    Layout::Blocked => todo.extend(blocked_probes(h, k, m)),
                 }
             }
-            Layout::Blocked => {
-                for p in blocked_probes(hash, self.shape.hashes, m) {
-                    self.or_word((p / 64) as usize, 1 << (p % 64));
+            for &p in &todo {
+                if let Some(j) = ((p / 64) as usize).checked_sub(self.first) {
+                    prefetch(&self.words, j);
                 }
+            }
+            for &p in &todo {
+                self.set_bit(p);
             }
         }
+    }
+
+    /// Sets bit `p` if this shard holds it, counting it and marking its block when it is new.
+    #[inline]
+    fn set_bit(&mut self, p: u64) {
+        let Some(j) = ((p / 64) as usize).checked_sub(self.first) else {
+            return;
+        };
+        let Some(w) = self.words.get_mut(j) else {
+            return;
+        };
+        let old = *w;
+        *w = old | 1 << (p % 64);
+        let added = *w != old;
+        self.ones += u64::from(added);
+        self.dirty[j / BLOCK_WORDS] |= added;
     }
 
     /// True when every probe bit of `hash` this shard holds is set.
@@ -315,7 +347,7 @@ impl MergedState {
                 continue;
             }
             let mut cached: Option<(u64, BucketMix)> = None;
-            for (hash, t) in records.iter().filter(|&(_, t)| inside(t)) {
+            level.insert_each(records.iter().filter(|&(_, t)| inside(t)).map(|(hash, t)| {
                 let bucket = (t - start) >> l;
                 let mix = match cached {
                     Some((b, m)) if b == bucket => m,
@@ -325,8 +357,8 @@ impl MergedState {
                         m
                     }
                 };
-                level.insert(hash.at_mixed(mix));
-            }
+                hash.at_mixed(mix)
+            }));
         }
         refused
     }

@@ -4,9 +4,9 @@
 use crate::config::IndexConfig;
 use crate::digest::EpochDigest;
 use crate::index::TimedLocalIndex;
-use crate::timed::Timed;
 use crate::query::{IndexEvent, MergeQuery, QueryAnswer};
 use crate::stats::EpochStats;
+use crate::timed::Timed;
 use chronobloom_core::hash::Key;
 use chronobloom_core::temporal::{Allocation, Tick, TimeRange};
 use timely::dataflow::operators::vec::Map;
@@ -73,7 +73,7 @@ pub trait TemporalIndex<'scope, K> {
     ) -> IndexStreams<'scope, Q>;
 }
 
-impl<'scope, K: Key + Clone + 'static> TemporalIndex<'scope, K> for StreamVec<'scope, u64, K> {
+impl<'scope, K: Key + 'static> TemporalIndex<'scope, K> for StreamVec<'scope, u64, K> {
     fn temporal_index<Q: Key + ExchangeData + Clone>(
         self,
         queries: StreamVec<'scope, u64, (Q, TimeRange)>,
@@ -118,7 +118,10 @@ impl<'scope, K: Key + 'static> TimedTemporalIndex<'scope> for StreamVec<'scope, 
         queries: StreamVec<'scope, u64, (Q, TimeRange)>,
         config: &IndexConfig,
     ) -> IndexStreams<'scope, Q> {
-        split(self.local_index_timed(config).merge_and_query(queries, config))
+        split(
+            self.local_index_timed(config)
+                .merge_and_query(queries, config),
+        )
     }
 
     fn temporal_index_timed_with_allocations<Q: Key + ExchangeData + Clone>(

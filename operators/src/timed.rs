@@ -33,7 +33,7 @@ pub trait Timed<'scope, D> {
     fn timed(self) -> StreamVec<'scope, u64, (Tick, D)>;
 }
 
-impl<'scope, D: Clone + 'static> Timed<'scope, D> for StreamVec<'scope, u64, D> {
+impl<'scope, D: 'static> Timed<'scope, D> for StreamVec<'scope, u64, D> {
     fn timed(self) -> StreamVec<'scope, u64, (Tick, D)> {
         self.unary(Pipeline, "Timed", |_, _| {
             move |input, output| {
@@ -72,7 +72,7 @@ pub trait AtTicks<'scope, D> {
     fn at_ticks(self) -> StreamVec<'scope, u64, D>;
 }
 
-impl<'scope, D: Clone + 'static> AtTicks<'scope, D> for StreamVec<'scope, u64, (Tick, D)> {
+impl<'scope, D: 'static> AtTicks<'scope, D> for StreamVec<'scope, u64, (Tick, D)> {
     fn at_ticks(self) -> StreamVec<'scope, u64, D> {
         self.unary(Pipeline, "AtTicks", |_, _| {
             move |input, output| {

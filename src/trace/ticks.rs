@@ -92,6 +92,20 @@ impl Ticker {
         })
     }
 
+    /// Fixes the origin (tick 0) at `origin_nanos` instead of the first record's timestamp, so
+    /// that tickers reading different sources of one trace agree on every tick.
+    ///
+    /// ```
+    /// use chronobloom::trace::{Placement, Ticker};
+    /// use std::time::Duration;
+    /// let mut t = Ticker::new(Duration::from_millis(1), Duration::ZERO).unwrap().with_origin(5_000_000);
+    /// assert_eq!(t.place(9_000_000), Placement::Tick(4));
+    /// ```
+    pub fn with_origin(mut self, origin_nanos: u64) -> Self {
+        self.origin = Some(origin_nanos);
+        self
+    }
+
     /// Places a record with timestamp `ts_nanos`; the first call sets the origin.
     pub fn place(&mut self, ts_nanos: u64) -> Placement {
         let origin = *self.origin.get_or_insert(ts_nanos);
