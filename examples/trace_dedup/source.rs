@@ -155,17 +155,15 @@ impl Plan {
     /// with several, file `i` goes to worker `i mod peers`; the synthetic trace's record `j` to
     /// worker `j mod peers`. `keep_all` reads everything (the exact baseline and `--verify`).
     pub fn reader(&self, me: usize, peers: usize, keep_all: bool) -> Reader {
+        let synthetic = matches!(self.input, Input::Synthetic(..));
         let files: Vec<usize> = (0..self.files())
-            .filter(|&i| {
-                keep_all
-                    || self.single_reader() && me == 0
-                    || !self.single_reader() && i % peers == me
+            .filter(|&i| match () {
+                _ if keep_all || synthetic => true,
+                _ if self.single_reader() => me == 0,
+                _ => i % peers == me,
             })
             .collect();
-        let share = match (&self.input, keep_all) {
-            (Input::Synthetic(..), false) => Some((me as u64, peers as u64)),
-            _ => None,
-        };
+        let share = (synthetic && !keep_all).then_some((me as u64, peers as u64));
         let ticker = Ticker::new(self.unit, self.lateness).map(|t| t.with_origin(self.origin));
         Reader {
             plan: self.clone(),

@@ -736,10 +736,9 @@ impl<D: ExchangeData> DecideState<D> {
             let last = self.config.epoch_last(e);
             self.open_epoch(e, || epoch_cap(last)).bytes_in += bytes;
         }
-        let mut late = 0;
         let mut current: Option<(u64, Tick, Tick)> = None;
         for (t, fp, d) in batch.drain(..) {
-            late += u64::from(t < ts);
+            let late = t < ts;
             let t = t.max(ts);
             let e = match current {
                 Some((e, first, last)) if (first..=last).contains(&t) => e,
@@ -755,11 +754,16 @@ impl<D: ExchangeData> DecideState<D> {
                     if *slot.cap.time() > at {
                         slot.cap = pass_cap(at);
                     }
-                    self.open_epoch(e, || epoch_cap(last)).stats.late += std::mem::take(&mut late);
+                    self.open_epoch(e, || epoch_cap(last));
                     current = Some((e, first, last));
                     e
                 }
             };
+            if late {
+                if let Some(epoch) = self.epochs.get_mut(&e) {
+                    epoch.stats.late += 1;
+                }
+            }
             if let Some(slot) = self.pending.get_mut(&e) {
                 slot.records.push((t, fp, d));
             }

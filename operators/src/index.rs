@@ -206,6 +206,8 @@ struct OpenEpoch {
     /// The epoch's records as hashes, for shipping instead of changed words when smaller;
     /// `None` once they outgrow [`LocalState::log_cap`].
     log: Option<EpochRecords>,
+    /// Logged records that arrived while the epoch could not close (counted in the buffer).
+    waiting: u64,
 }
 
 /// One worker's local index.
@@ -339,6 +341,7 @@ impl LocalState {
             buffer: Held::default(),
             stats: LocalStats::default(),
             log,
+            waiting: 0,
         });
     }
 
@@ -400,14 +403,48 @@ impl LocalState {
                 .or_default() += n;
             return;
         }
-        if let Some(log) = epoch.log.as_mut() {
-            if log.len() + hashes.len() <= self.log_cap {
-                for (&h, &t) in hashes.iter().zip(ticks) {
+        if epoch
+            .log
+            .as_ref()
+            .is_some_and(|l| l.len() + hashes.len() <= self.log_cap)
+        {
+            let p = self.config.partition_of_epoch(e);
+            let direct = self.head == Some(e)
+                && self.open.keys().next() == Some(&e)
+                && self.resolve(p).is_some();
+            // Records of an epoch that cannot close yet wait within the buffer's bound.
+            let room = if direct {
+                n
+            } else {
+                self.config
+                    .max_buffered()
+                    .saturating_sub(self.buffered)
+                    .min(n)
+            };
+            let Some(epoch) = self.open.get_mut(&e) else {
+                return;
+            };
+            if let Some(log) = epoch.log.as_mut() {
+                for (&h, &t) in hashes.iter().zip(ticks).take(room as usize) {
                     log.push(h, t, self.with_hi);
                 }
-                epoch.stats.records += n;
-                return;
             }
+            if !direct {
+                self.buffered += room;
+                epoch.waiting += room;
+            }
+            epoch.stats.records += room;
+            if room < n {
+                *epoch
+                    .stats
+                    .rejected
+                    .entry(RejectReason::BufferFull)
+                    .or_default() += n - room;
+            }
+            return;
+        }
+        if epoch.log.is_some() {
+            self.buffered -= std::mem::take(&mut epoch.waiting);
             if let Some(spilled) = epoch.log.take() {
                 epoch.stats.records -= spilled.len() as u64;
                 let (h, t): (Vec<KeyHash>, Vec<Tick>) = spilled.iter().unzip();
@@ -511,7 +548,10 @@ impl LocalState {
 
     /// Inserts epoch `e`'s held-back records (its partition's allocation is known).
     fn drain_buffer(&mut self, e: u64) {
-        let Some(buffer) = self.open.get_mut(&e).map(|o| std::mem::take(&mut o.buffer)) else {
+        let Some(buffer) = self.open.get_mut(&e).map(|o| {
+            self.buffered -= std::mem::take(&mut o.waiting);
+            std::mem::take(&mut o.buffer)
+        }) else {
             return;
         };
         let failed = self.insert_buffered(e, buffer);
@@ -546,7 +586,9 @@ impl LocalState {
             buffer,
             mut stats,
             log,
+            waiting,
         } = epoch;
+        self.buffered -= waiting;
         let failed = self.insert_buffered(e, buffer);
         count_failed(&mut stats, failed);
         let p = self.config.partition_of_epoch(e);
