@@ -112,8 +112,8 @@ impl Plan {
     fn first_timestamp(&self) -> Result<u64, TraceError> {
         let mut first = None;
         for i in 0..self.files() {
-            let mut flows = self.open(i)?;
-            while let Some(f) = flows.next() {
+            let flows = self.open(i)?;
+            for f in flows {
                 match f {
                     Ok(f) => {
                         first = Some(first.map_or(f.ts_nanos, |x: u64| x.min(f.ts_nanos)));

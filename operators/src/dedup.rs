@@ -441,16 +441,17 @@ impl<'scope, D: ExchangeData> Dedup<'scope, D> for StreamVec<'scope, u64, D> {
 ///     .build().unwrap();
 /// let passed = timely::execute_directly(move |worker| {
 ///     let (mut input, passed) = worker.dataflow::<u64, _, _>(|scope| {
-///         let (input, flows) = scope.new_input::<Vec<(u64, &'static str)>>();
-///         (input, flows.dedup_timed_by(&cfg, |k: &&str| k.to_string()).passed.capture())
+///         let (input, flows) = scope.new_input::<Vec<(u64, String)>>();
+///         (input, flows.dedup_timed_by(&cfg, |k: &String| k.clone()).passed.capture())
 ///     });
 ///     // one epoch of 100 ticks, all records on its first tick as timestamp
-///     for rec in [(0, "a"), (5, "a"), (59, "a"), (70, "a"), (70, "b")] {
-///         input.send(rec);
+///     for (tick, key) in [(0, "a"), (5, "a"), (59, "a"), (70, "a"), (70, "b")] {
+///         input.send((tick, key.to_string()));
 ///     }
 ///     passed
 /// });
-/// assert_eq!(passed.extract(), vec![(0, vec![(0, "a"), (70, "b")])]);
+/// let expected = vec![(0, "a".to_string()), (70, "b".to_string())];
+/// assert_eq!(passed.extract(), vec![(0, expected)]);
 /// ```
 pub trait TimedDedup<'scope, D> {
     /// Passes each record whose key (`key(record)`) was not seen in the window ending at its tick.
@@ -990,7 +991,7 @@ impl<D: ExchangeData> DecideState<D> {
             bloom[(fp >> 6) as usize & 63] |= 1 << (fp & 63);
         }
         // (tick, exact key) -> (index of the best record so far, its encoding once compared)
-        let mut first: HashMap<(Tick, Vec<u8>), (usize, Option<Vec<u8>>)> = HashMap::new();
+        let mut first: HashMap<(Tick, Vec<u8>), Best> = HashMap::new();
         let mut dropped = 0;
         for (i, (t, fp, record)) in records.iter().enumerate() {
             if !fresh[i]
@@ -1119,6 +1120,10 @@ impl<D: ExchangeData> DecideState<D> {
         s
     }
 }
+
+/// Among same-tick records of one key: the index of the best so far, and its encoding once
+/// compared.
+type Best = (usize, Option<Vec<u8>>);
 
 /// A record's `bincode` encoding, the tie-breaker between same-tick records with the same key.
 fn encode<D: Serialize>(record: &D) -> Vec<u8> {
