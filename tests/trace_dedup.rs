@@ -69,8 +69,8 @@ fn check_trace(file: &str) {
     let mut digests = Vec::new();
     for w in ["1", "2"] {
         let args = [
-            "--pcap", path, "--key", "5tuple", "--verify", "--json", "--mode", "bykey", "--epoch",
-            "10s", "-w", w,
+            "--pcap", path, "--key", "5tuple", "--verify", "--json", "--digest", "--mode", "bykey",
+            "--epoch", "10s", "-w", w,
         ];
         let r = json(&run(&args));
         assert_eq!(r["missed_duplicates"], 0, "{file} -w {w}");
@@ -110,7 +110,7 @@ fn two_processes_give_the_same_digest_as_one() {
         return;
     };
     let path = path.to_str().unwrap();
-    let base = ["--pcap", path, "--json", "--epoch", "10s"];
+    let base = ["--pcap", path, "--json", "--digest", "--epoch", "10s"];
     let single = json(&run(&base))["digest"].as_str().unwrap().to_string();
     let ports: Vec<u16> = (0..2)
         .map(|_| {
@@ -157,7 +157,14 @@ fn two_processes_give_the_same_digest_as_one() {
 #[test]
 fn blocked_index_layout_digest_is_independent_of_workers() {
     let digest = |extra: &[&str]| {
-        let mut args = vec!["--synthetic", "20000", "--json", "--epoch", "10s"];
+        let mut args = vec![
+            "--synthetic",
+            "20000",
+            "--json",
+            "--digest",
+            "--epoch",
+            "10s",
+        ];
         args.extend_from_slice(extra);
         json(&run(&args))["digest"].as_str().unwrap().to_string()
     };
@@ -182,6 +189,7 @@ fn default_input_runs_and_reports() {
     ]));
     assert_eq!(r["records"], 20_000);
     assert_eq!(r["mode"], "local");
+    assert!(r["digest"].is_null(), "the digest is computed only with --digest");
     // Local mode may let a duplicate through (another worker's open epoch), never more than it drops.
     assert!(r["missed_duplicates"].as_u64().unwrap() < r["duplicates_dropped"].as_u64().unwrap());
     for field in [
@@ -189,7 +197,12 @@ fn default_input_runs_and_reports() {
         "bytes_exchanged",
         "filter_bits",
         "records_per_sec",
-        "digest",
+        "seconds_total",
+        "bytes_exchanged_per_record",
+        "raw_bytes_per_record",
+        "peak_rss_bytes",
+        "dedup_bits",
+        "index_bits",
         "window",
         "fpr",
         "workers",

@@ -63,7 +63,8 @@ pub struct Args {
     /// Also compute the exact answers and report missed duplicates and false drops.
     #[arg(long)]
     pub verify: bool,
-    /// Print a digest of the merged temporal index (identical for any -w / -n).
+    /// Compute and print a digest of the merged temporal index (identical for any -w / -n; it
+    /// rehashes every block an epoch changes, so it is off otherwise).
     #[arg(long)]
     pub digest: bool,
     /// Print one JSON object on stdout instead of the summary.
@@ -84,12 +85,25 @@ pub struct Args {
     /// Hourly index partitions (the index's horizon); records past it are counted, not indexed.
     #[arg(long, default_value_t = 24)]
     pub index_partitions: u64,
+    /// Where the merged index lives: `sharded` (each worker owns whole levels and inserts only
+    /// those) or `replicated` (every worker holds and inserts every level).
+    #[arg(long, value_enum, default_value_t = IndexPlacement::Sharded)]
+    pub index_placement: IndexPlacement,
     /// How the index lays out each level's bits.
     #[arg(long, value_enum, default_value_t = IndexLayout::Standard)]
     pub index_layout: IndexLayout,
     /// Hash seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+}
+
+/// Where the merged temporal index lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IndexPlacement {
+    /// Each worker owns whole levels; queries go to every owner.
+    Sharded,
+    /// Every worker holds every level.
+    Replicated,
 }
 
 /// Bit layout of the temporal index's levels.

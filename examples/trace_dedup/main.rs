@@ -19,7 +19,7 @@ mod verify;
 
 use chronobloom::core::bloom::Layout;
 use chronobloom::core::temporal::{Pbf2, TimeRange};
-use chronobloom::operators::{DedupConfig, DedupMode, IndexConfig};
+use chronobloom::operators::{DedupConfig, DedupMode, IndexConfig, Placement};
 use chronobloom::trace::FlowKey;
 use clap::Parser;
 use serde_json::json;
@@ -91,6 +91,11 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
             cli::IndexLayout::Blocked => Layout::Blocked,
         })
         .seed(args.seed)
+        .digest(args.digest)
+        .placement(match args.index_placement {
+            cli::IndexPlacement::Sharded => Placement::Sharded,
+            cli::IndexPlacement::Replicated => Placement::Replicated,
+        })
         .build()?;
     let levels = Pbf2::levels_for(partition_len)?;
     let job = dataflow::Job {

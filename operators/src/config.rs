@@ -12,8 +12,9 @@ pub enum Placement {
     /// worker and queries are answered where they enter.
     #[default]
     Replicated,
-    /// Each worker owns a block-aligned range of words of every level
-    /// ([`crate::delta::shard_words`]); deltas are routed to the owners, a query is sent to every
+    /// Each worker owns whole levels, level `l` worker `l mod peers`
+    /// ([`crate::delta::shard_words`]); deltas are routed to the owners (records shipped as
+    /// hashes go to every worker, which inserts its own levels), a query is sent to every
     /// owner and answered by ANDing their per-probe answers, and owners exchange block hashes so
     /// every worker emits the replicated placement's digest.
     Sharded,

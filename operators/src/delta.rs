@@ -10,21 +10,24 @@ use std::ops::Range;
 /// Words per digest block ([`crate::digest`]).
 pub const BLOCK_WORDS: usize = 64;
 
-/// The words of a level of `words` words that worker `me` of `peers` holds in the sharded
-/// placement: a contiguous range of whole [`BLOCK_WORDS`]-word blocks (every word when `peers` ≤
-/// 1).
+/// The words of level `level` (of `words` words) that worker `me` of `peers` holds in the
+/// sharded placement: all of them when it owns the level (`level mod peers`), none otherwise
+/// (every word when `peers` ≤ 1). Whole levels, so a record shipped as a hash costs a worker the
+/// probes of its own levels only, and levels of equal bits spread the work evenly.
 ///
 /// ```
 /// use chronobloom_operators::delta::shard_words;
-/// assert_eq!(shard_words(300, 0, 2), 0..128);
-/// assert_eq!(shard_words(300, 1, 2), 128..300);
-/// assert_eq!(shard_words(300, 0, 1), 0..300);
+/// assert_eq!(shard_words(0, 300, 0, 2), 0..300);
+/// assert_eq!(shard_words(0, 300, 1, 2), 0..0);
+/// assert_eq!(shard_words(3, 300, 1, 2), 0..300);
+/// assert_eq!(shard_words(3, 300, 0, 1), 0..300);
 /// ```
-pub fn shard_words(words: usize, me: usize, peers: usize) -> Range<usize> {
-    let peers = peers.max(1);
-    let blocks = words.div_ceil(BLOCK_WORDS);
-    let at = |w: usize| (blocks * w / peers * BLOCK_WORDS).min(words);
-    at(me.min(peers))..at((me + 1).min(peers))
+pub fn shard_words(level: u32, words: usize, me: usize, peers: usize) -> Range<usize> {
+    if peers <= 1 || level as usize % peers == me {
+        0..words
+    } else {
+        0..0
+    }
 }
 
 /// Bytes one sparse entry costs on the wire: a `u32` index and a `u64` word.

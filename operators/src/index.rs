@@ -628,7 +628,7 @@ impl LocalState {
                         if by_records[dest] {
                             continue;
                         }
-                        let range = shard_words(words.len(), dest, peers);
+                        let range = shard_words(*level, words.len(), dest, peers);
                         if let Some(d) = DeltaWords::encode(changed, words, range) {
                             v.push(LevelDelta {
                                 partition: p,

@@ -68,8 +68,8 @@ struct LevelShard {
 const DENSE_GROUP: usize = 16;
 
 impl LevelShard {
-    fn new(shape: FilterShape, layout: Layout, me: usize, peers: usize) -> Self {
-        let range = shard_words(shape.bits.div_ceil(64) as usize, me, peers);
+    fn new(shape: FilterShape, layout: Layout, level: u32, me: usize, peers: usize) -> Self {
+        let range = shard_words(level, shape.bits.div_ceil(64) as usize, me, peers);
         let blocks = range.len().div_ceil(BLOCK_WORDS);
         let modulus = match layout {
             Layout::Standard => FastMod::new(shape.bits),
@@ -192,31 +192,39 @@ impl LevelShard {
         self.insert_each(std::iter::once(hash));
     }
 
-    /// Sets the probe bits of each hash (already at its bucket) that this shard holds: the words
-    /// of 16 hashes are prefetched before their bits are set, and no write branches on a word's
-    /// old value, so the cache misses of many keys overlap.
+    /// Sets the probe bits of each hash (already at its bucket) that this shard holds, software
+    /// pipelined: the words of the next 16 hashes are prefetched before the bits of the current
+    /// 16 are set, and no write branches on a word's old value, so the cache misses of many keys
+    /// overlap.
     fn insert_each(&mut self, hashes: impl Iterator<Item = KeyHash>) {
         const CHUNK: usize = 16;
-        let Some(m) = self.modulus else { return };
+        let Some(m) = self.modulus.filter(|_| !self.words.is_empty()) else {
+            return;
+        };
         let k = self.shape.hashes;
-        let mut todo: Vec<u64> = Vec::with_capacity(CHUNK * k as usize);
         let mut hashes = hashes.peekable();
-        while hashes.peek().is_some() {
-            todo.clear();
+        let mut current: Vec<u64> = Vec::with_capacity(CHUNK * k as usize);
+        let mut next: Vec<u64> = Vec::with_capacity(CHUNK * k as usize);
+        loop {
+            next.clear();
             for h in hashes.by_ref().take(CHUNK) {
                 match self.layout {
-                    Layout::Standard => todo.extend(h.probes(k, m)),
-                    Layout::Blocked => todo.extend(blocked_probes(h, k, m)),
+                    Layout::Standard => next.extend(h.probes(k, m)),
+                    Layout::Blocked => next.extend(blocked_probes(h, k, m)),
                 }
             }
-            for &p in &todo {
+            for &p in &next {
                 if let Some(j) = ((p / 64) as usize).checked_sub(self.first) {
                     prefetch(&self.words, j);
                 }
             }
-            for &p in &todo {
+            for &p in &current {
                 self.set_bit(p);
             }
+            if next.is_empty() {
+                break;
+            }
+            std::mem::swap(&mut current, &mut next);
         }
     }
 
@@ -424,7 +432,7 @@ impl MergedState {
         part.levels
             .iter()
             .enumerate()
-            .filter(|(_, l)| l.modulus.is_some())
+            .filter(|(_, l)| l.modulus.is_some() && !l.words.is_empty())
             .map(|(i, l)| LevelStats::from_counts(i as u32, l.held_bits(), l.ones, l.shape.hashes))
             .collect()
     }
@@ -519,7 +527,10 @@ impl MergedState {
             let levels = allocation
                 .shapes()
                 .iter()
-                .map(|&s| LevelShard::new(s, self.config.layout(), self.me, self.peers))
+                .enumerate()
+                .map(|(l, &s)| {
+                    LevelShard::new(s, self.config.layout(), l as u32, self.me, self.peers)
+                })
                 .collect();
             self.partitions.insert(
                 p,

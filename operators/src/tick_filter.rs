@@ -36,8 +36,8 @@ use chronobloom_core::hash::mix64;
 use chronobloom_core::prefetch::prefetch;
 use chronobloom_core::temporal::Tick;
 
-/// Lines sampled to estimate the occupancy of a filter.
-const OCCUPANCY_LINES: usize = 32;
+/// Lines sampled to estimate the occupancy of a filter (per shard and epoch).
+const OCCUPANCY_LINES: usize = 4;
 
 /// Largest window, in ticks.
 const MAX_WINDOW: Tick = 1 << 31;
@@ -468,8 +468,9 @@ impl TickFilter {
     }
 
     /// Fraction of cells live at `now` and the false positive rate of a query at `now`
-    /// estimated from it (the mean of `(live fraction of a line)^k`), both from a run of 32
-    /// consecutive lines that moves with `now`.
+    /// estimated from it (the mean of `(live fraction of a line)^k`), both from a run of 4
+    /// consecutive lines that moves with `now` (taken every epoch for every shard, so it must be
+    /// cheap; the operator averages over its shards).
     pub fn occupancy(&self, now: Tick) -> (f64, f64) {
         let (live, k) = (self.threshold(now), self.hashes);
         match &self.cells {
