@@ -189,7 +189,10 @@ fn default_input_runs_and_reports() {
     ]));
     assert_eq!(r["records"], 20_000);
     assert_eq!(r["mode"], "local");
-    assert!(r["digest"].is_null(), "the digest is computed only with --digest");
+    assert!(
+        r["digest"].is_null(),
+        "the digest is computed only with --digest"
+    );
     // Local mode may let a duplicate through (another worker's open epoch), never more than it drops.
     assert!(r["missed_duplicates"].as_u64().unwrap() < r["duplicates_dropped"].as_u64().unwrap());
     for field in [

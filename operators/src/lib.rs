@@ -5,7 +5,7 @@
 //! * [`LocalIndex`]: each worker inserts its records into its own per-partition PBF-2 and, when
 //!   an epoch closes, ships the changed words of every level ([`delta`]).
 //! * [`MergeQuery`]: shipments are OR-merged into the merged state ([`MergedState`], replicated on
-//!   every worker or sharded by word ranges, [`Placement`]) in epoch order, and queries are answered
+//!   every worker or sharded by whole levels, [`Placement`]) in epoch order, and queries are answered
 //!   against exactly
 //!   the epochs they depend on; per-epoch [`stats`] and [`digest`]s come out alongside.
 //! * [`TemporalIndex`]: both in one call, with the output split into typed streams.

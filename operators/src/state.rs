@@ -1,12 +1,12 @@
 //! The merged state: every partition's PBF-2 as one worker holds it — all of it when replicated,
-//! the worker's block-aligned range of words of every level when sharded.
+//! the whole levels the worker owns when sharded (level `l` on worker `l mod peers`).
 
 use crate::config::IndexConfig;
 use crate::delta::{shard_words, DeltaWords, EpochRecords, LevelDelta, BLOCK_WORDS};
 use crate::digest::{block_hash, BlockUpdate};
 use crate::stats::{LevelStats, RejectReason};
 use chronobloom_core::bloom::{blocked_probes, FilterShape, Layout, BLOCK_BITS};
-use chronobloom_core::hash::{BucketMix, FastMod, Key, KeyHash};
+use chronobloom_core::hash::{FastMod, Key, KeyHash};
 use chronobloom_core::prefetch::prefetch;
 use chronobloom_core::temporal::{dyadic_cover, Allocation, Answer, Pbf2, Tick, TimeRange};
 use std::collections::BTreeMap;
@@ -277,9 +277,9 @@ struct PartitionShard {
 /// arrives (with the first records that reach it).
 ///
 /// [`MergedState::new`] holds every word (the replicated placement and the single-threaded
-/// reference); [`MergedState::shard`] holds worker `me`'s block-aligned range of the words of
-/// every level (the sharded placement), and its query answers count the bits it does not hold as
-/// set, so ANDing every shard's answer per probe gives the replicated answer.
+/// reference); [`MergedState::shard`] holds the whole levels worker `me` owns (the sharded
+/// placement, [`crate::delta::shard_words`]), and its query answers count the bits it does not
+/// hold as set, so ANDing every shard's answer per probe gives the replicated answer.
 ///
 /// ```
 /// use chronobloom_core::temporal::TimeRange;
@@ -350,22 +350,27 @@ impl MergedState {
         let start = p * len;
         let inside = |t: Tick| t >= start && t - start < len;
         let refused = records.iter().filter(|&(_, t)| !inside(t)).count() as u64;
+        // Sorted by key then tick, a key's records of one bucket are neighbours at every level:
+        // inserting (key, bucket) once is enough (the bits are the same), and at the coarse
+        // levels most of an epoch's repeats of a key share their bucket.
+        let mut sorted: Vec<(u64, u64, Tick)> = records
+            .iter()
+            .filter(|&(_, t)| inside(t))
+            .map(|(h, t)| (h.lo, h.hi, t - start))
+            .collect();
+        sorted.sort_unstable();
         for (l, level) in part.levels.iter_mut().enumerate() {
             if level.modulus.is_none() {
                 continue;
             }
-            let mut cached: Option<(u64, BucketMix)> = None;
-            level.insert_each(records.iter().filter(|&(_, t)| inside(t)).map(|(hash, t)| {
-                let bucket = (t - start) >> l;
-                let mix = match cached {
-                    Some((b, m)) if b == bucket => m,
-                    _ => {
-                        let m = BucketMix::of(bucket);
-                        cached = Some((bucket, m));
-                        m
-                    }
-                };
-                hash.at_mixed(mix)
+            let mut last: Option<(u64, u64, u64)> = None;
+            level.insert_each(sorted.iter().filter_map(|&(lo, hi, t)| {
+                let at = (lo, hi, t >> l);
+                if last == Some(at) {
+                    return None;
+                }
+                last = Some(at);
+                Some(KeyHash { lo, hi }.at(t >> l))
             }));
         }
         refused
