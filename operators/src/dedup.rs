@@ -575,14 +575,14 @@ impl<'scope, D: ExchangeData> TimedDedup<'scope, D> for StreamVec<'scope, u64, (
 /// A record with its tick and its key's fingerprint.
 type Fingerprinted<D> = (Tick, u64, D);
 
-/// Fingerprinted records bound for one worker.
-type Bundle<D> = (u32, Vec<Fingerprinted<D>>);
+/// Records bound for one worker (their fingerprints are recomputed where they are decided: 8
+/// bytes a record less on the wire, for one more hash of a routed key).
+type Bundle<D> = (u32, Vec<(Tick, D)>);
 
-/// Pairs each record with its key's fingerprint (hashed once, here) and bundles the pairs by the
-/// worker that decides them: the owner of the key's shard in `ByKey` with several workers (the
-/// exchange then routes whole bundles, not records), this worker otherwise. In `ByKey` with
-/// several workers it counts per epoch the bytes of records bound for other workers and for this
-/// one.
+/// Bundles records by the worker that decides them: the owner of the key's shard in `ByKey` with
+/// several workers (the exchange then routes whole bundles, not records), this worker otherwise.
+/// In `ByKey` with several workers it counts per epoch the bytes of records bound for other
+/// workers and for this one.
 fn fingerprint<'scope, D: ExchangeData>(
     records: StreamVec<'scope, u64, (Tick, D)>,
     config: &DedupConfig,
@@ -603,16 +603,13 @@ fn fingerprint<'scope, D: ExchangeData>(
                 let fp = |d: &D| KeyHash::of_bytes(key(d).as_slice(), config.seed()).lo;
                 for batch in data {
                     if !route {
-                        let records = batch.drain(..).map(|(t, d)| (t, fp(&d), d)).collect();
-                        session.give((me, records));
+                        session.give((me, std::mem::take(batch)));
                         continue;
                     }
-                    let mut bundles: Vec<Vec<Fingerprinted<D>>> =
-                        (0..peers).map(|_| Vec::new()).collect();
+                    let mut bundles: Vec<Vec<(Tick, D)>> = (0..peers).map(|_| Vec::new()).collect();
                     for (t, d) in batch.drain(..) {
-                        let fp = fp(&d);
-                        bundles[owner[shard_of_fp(fp, config.shards()) as usize] as usize]
-                            .push((t, fp, d));
+                        let owner = owner[shard_of_fp(fp(&d), config.shards()) as usize];
+                        bundles[owner as usize].push((t, d));
                     }
                     let mut routed = routed.borrow_mut();
                     let slot = routed.entry(config.epoch_of(ts)).or_default();
@@ -726,7 +723,7 @@ impl<D: ExchangeData> DecideState<D> {
     fn accept(
         &mut self,
         ts: Tick,
-        batch: &mut Vec<Fingerprinted<D>>,
+        batch: &mut Vec<(Tick, D)>,
         mut pass_cap: impl FnMut(Tick) -> Capability<u64>,
         mut epoch_cap: impl FnMut(Tick) -> Capability<u64>,
     ) {
@@ -738,7 +735,9 @@ impl<D: ExchangeData> DecideState<D> {
             self.open_epoch(e, || epoch_cap(last)).bytes_in += bytes;
         }
         let mut current: Option<(u64, Tick, Tick)> = None;
-        for (t, fp, d) in batch.drain(..) {
+        let seed = self.config.seed();
+        for (t, d) in batch.drain(..) {
+            let fp = KeyHash::of_bytes((self.key)(&d).as_slice(), seed).lo;
             let late = t < ts;
             let t = t.max(ts);
             let e = match current {

@@ -191,65 +191,108 @@ pub struct LevelDelta {
 /// the bits the epoch's changed words would give it, sent instead of them when smaller.
 ///
 /// A hash's `hi` half travels only for the standard layout (the blocked layout draws on `lo`
-/// alone, hashing spec step 5); ticks travel as offsets from the epoch's first tick.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// alone, hashing spec step 5); ticks travel as offsets from the epoch's first tick, 2 bytes
+/// each when epochs are at most 65,536 ticks long, else 4.
+///
+/// ```
+/// use chronobloom_core::hash::KeyHash;
+/// use chronobloom_operators::delta::EpochRecords;
+/// let mut r = EpochRecords::new(1_000, 1_000);
+/// r.push(KeyHash::of(&7u64, 0), 1_003, false);
+/// assert_eq!(r.iter().map(|(_, t)| t).collect::<Vec<_>>(), vec![1_003]);
+/// assert_eq!(r.wire_bytes(), 10);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EpochRecords {
-    /// The partition the epoch belongs to.
-    pub partition: u64,
-    /// The epoch's first tick.
+    /// The epoch's first tick (not on the wire: the shipment names the epoch).
+    #[serde(skip)]
     pub start: u64,
     /// `lo` of each record's key hash.
     pub lo: Vec<u64>,
     /// `hi` of each record's key hash (standard layout), or empty (blocked layout).
     pub hi: Vec<u64>,
     /// Each record's tick minus `start`.
-    pub offsets: Vec<u32>,
+    pub offsets: Offsets,
+}
+
+/// Tick offsets from an epoch's first tick.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Offsets {
+    /// Epochs of at most 2^16 ticks.
+    Narrow(Vec<u16>),
+    /// Epochs of at most 2^32 ticks.
+    Wide(Vec<u32>),
 }
 
 impl EpochRecords {
-    /// Bytes a record costs on the wire: 12 (blocked) or 20 (standard).
-    pub fn record_bytes(with_hi: bool) -> u64 {
-        if with_hi {
-            20
-        } else {
-            12
+    /// Empty records of an epoch of `epoch_len` ticks (at most 2^32) starting at `start`.
+    pub fn new(start: u64, epoch_len: u64) -> Self {
+        EpochRecords {
+            start,
+            lo: Vec::new(),
+            hi: Vec::new(),
+            offsets: if epoch_len <= 1 << 16 {
+                Offsets::Narrow(Vec::new())
+            } else {
+                Offsets::Wide(Vec::new())
+            },
         }
     }
 
-    /// Appends a record at `tick` (at least [`Self::start`], less than `start + 2^32`).
+    /// Bytes a record costs on the wire: 8 for `lo`, 8 for `hi` (standard layout), and 2 or 4
+    /// for the tick offset.
+    pub fn record_bytes(with_hi: bool, epoch_len: u64) -> u64 {
+        8 + if with_hi { 8 } else { 0 } + if epoch_len <= 1 << 16 { 2 } else { 4 }
+    }
+
+    /// Appends a record at `tick` (at least [`Self::start`], inside the epoch).
     pub fn push(&mut self, hash: KeyHash, tick: u64, with_hi: bool) {
         self.lo.push(hash.lo);
         if with_hi {
             self.hi.push(hash.hi);
         }
-        self.offsets.push((tick - self.start) as u32);
+        let o = tick - self.start;
+        match &mut self.offsets {
+            Offsets::Narrow(v) => v.push(o as u16),
+            Offsets::Wide(v) => v.push(o as u32),
+        }
     }
 
     /// Number of records.
     pub fn len(&self) -> usize {
-        self.offsets.len()
+        self.lo.len()
     }
 
     /// True when there is no record.
     pub fn is_empty(&self) -> bool {
-        self.offsets.is_empty()
+        self.lo.is_empty()
     }
 
     /// The payload size in bytes.
     pub fn wire_bytes(&self) -> u64 {
-        16 + 8 * (self.lo.len() + self.hi.len()) as u64 + 4 * self.offsets.len() as u64
+        let offsets = match &self.offsets {
+            Offsets::Narrow(v) => 2 * v.len(),
+            Offsets::Wide(v) => 4 * v.len(),
+        };
+        (8 * (self.lo.len() + self.hi.len()) + offsets) as u64
     }
 
-    /// The records as `(hash, tick)` pairs (`hi` = 0 when it did not travel).
+    /// The records as `(hash, tick)` pairs (`hi` = 0 when it did not travel; records without
+    /// an offset are left out).
     pub fn iter(&self) -> impl Iterator<Item = (KeyHash, u64)> + '_ {
-        self.lo
-            .iter()
-            .enumerate()
-            .zip(&self.offsets)
-            .map(|((i, &lo), &o)| {
-                let hi = self.hi.get(i).copied().unwrap_or(0);
-                (KeyHash { lo, hi }, self.start + u64::from(o))
-            })
+        self.iter_from(self.start)
+    }
+
+    /// [`Self::iter`] for an epoch starting at `start` (a receiver knows it from the shipment).
+    pub fn iter_from(&self, start: u64) -> impl Iterator<Item = (KeyHash, u64)> + '_ {
+        self.lo.iter().enumerate().filter_map(move |(i, &lo)| {
+            let hi = self.hi.get(i).copied().unwrap_or(0);
+            let o = match &self.offsets {
+                Offsets::Narrow(v) => u64::from(*v.get(i)?),
+                Offsets::Wide(v) => u64::from(*v.get(i)?),
+            };
+            Some((KeyHash { lo, hi }, start + o))
+        })
     }
 }
 

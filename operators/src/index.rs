@@ -250,7 +250,7 @@ impl LocalState {
         // A record log longer than the whole partition's words is never the smaller shipment;
         // offsets from the epoch's start must fit 32 bits.
         let log_cap = if config.epoch_len() <= 1 << 32 {
-            (bits / 8 / EpochRecords::record_bytes(with_hi)) as usize
+            (bits / 8 / EpochRecords::record_bytes(with_hi, config.epoch_len())) as usize
         } else {
             0
         };
@@ -331,11 +331,7 @@ impl LocalState {
 
     fn open_epoch(&mut self, e: u64, cap: impl FnOnce() -> Capability<u64>) {
         let start = self.config.epoch_start(e);
-        let log = (self.log_cap > 0).then(|| EpochRecords {
-            partition: self.config.partition_of_epoch(e),
-            start,
-            ..EpochRecords::default()
-        });
+        let log = (self.log_cap > 0).then(|| EpochRecords::new(start, self.config.epoch_len()));
         self.open.entry(e).or_insert_with(|| OpenEpoch {
             cap: cap(),
             buffer: Held::default(),

@@ -483,7 +483,7 @@ where
                                     stats.refused_words += state.apply(d);
                                 }
                                 if let Some(r) = &s.records {
-                                    stats.refused_words += state.insert_records(r);
+                                    stats.refused_words += state.insert_records(s.epoch, r);
                                 }
                                 if let Some(local) = s.local {
                                     stats.local = local;

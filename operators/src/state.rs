@@ -338,23 +338,27 @@ impl MergedState {
         Ok(())
     }
 
-    /// Inserts an epoch's records shipped as hashes into their (existing) partition, the bits
+    /// Inserts epoch `epoch`'s records shipped as hashes into their (existing) partition, the bits
     /// this state holds; returns how many records it refused (an unknown partition, or ticks
     /// outside it), which a configuration mismatch between workers would cause.
-    pub(crate) fn insert_records(&mut self, records: &EpochRecords) -> u64 {
+    pub(crate) fn insert_records(&mut self, epoch: u64, records: &EpochRecords) -> u64 {
         let len = self.config.partition_len();
-        let p = records.partition;
+        let p = self.config.partition_of_epoch(epoch);
+        let first = self.config.epoch_start(epoch);
         let Some(part) = self.partitions.get_mut(&p) else {
             return records.len() as u64;
         };
         let start = p * len;
         let inside = |t: Tick| t >= start && t - start < len;
-        let refused = records.iter().filter(|&(_, t)| !inside(t)).count() as u64;
+        let refused = records
+            .iter_from(first)
+            .filter(|&(_, t)| !inside(t))
+            .count() as u64;
         // Sorted by key then tick, a key's records of one bucket are neighbours at every level:
         // inserting (key, bucket) once is enough (the bits are the same), and at the coarse
         // levels most of an epoch's repeats of a key share their bucket.
         let mut sorted: Vec<(u64, u64, Tick)> = records
-            .iter()
+            .iter_from(first)
             .filter(|&(_, t)| inside(t))
             .map(|(h, t)| (h.lo, h.hi, t - start))
             .collect();
