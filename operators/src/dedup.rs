@@ -2,10 +2,11 @@
 //!
 //! # Semantics
 //!
-//! A record's tick is its dataflow timestamp (`u64` ticks). "Seen" means any record with the same
-//! key, passed or dropped. Each tick's records wait until the input frontier passes the tick and
-//! are then decided together in two phases, so the outcome does not depend on arrival order or
-//! scheduling:
+//! A record's tick is its own ([`TimedDedup`]: `(tick, record)` on timestamps that are a lower
+//! bound of it) or its dataflow timestamp ([`Dedup`]). "Seen" means any record with the same key,
+//! passed or dropped. An epoch's records wait until the input frontier passes the epoch and are
+//! then decided tick by tick, each tick in two phases, so the outcome does not depend on arrival
+//! order, scheduling or how the records were stamped:
 //!
 //! 1. every record is checked against the state of the ticks before `t` (no insert of tick `t` is
 //!    visible yet);
@@ -17,13 +18,13 @@
 //! whose cells hold the latest tick they were set at (one cache line per key). It has **no false
 //! negative inside the window** and a sharp edge: a key last seen `W` ticks ago is forgotten (up to
 //! the filter's false positive rate ε for the configured number of keys per window). Shards whose
-//! latest insert is `W` ticks behind the frontier are freed, records or not. A key is hashed once,
-//! where it enters; its 64-bit fingerprint ([`KeyHash::lo`]) travels with it and picks its shard
-//! and its cells.
+//! latest insert is `W` ticks behind the frontier are freed, records or not. A key's 64-bit
+//! fingerprint ([`KeyHash::lo`]) picks its shard and its cells; it is computed where the record
+//! is decided (and, for routing, where it enters), never shipped.
 //!
 //! # Routing modes
 //!
-//! * [`DedupMode::ByKey`]: records are exchanged, with their fingerprint, to the worker owning
+//! * [`DedupMode::ByKey`]: records are exchanged to the worker owning
 //!   their key's shard (`shard % peers`). Every duplicate within the window is dropped, always. A
 //!   shard's filter sees the same keys whatever the number of workers, so the output is
 //!   **identical for any number of workers** (as a multiset per timestamp). Cost: every record

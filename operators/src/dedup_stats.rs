@@ -69,7 +69,7 @@ pub struct DedupStats {
     /// worker's shards.
     pub estimated_fpr: f64,
     /// Bytes this worker sent other workers for this epoch: records routed by key (`ByKey`,
-    /// serialized `(fingerprint, record)` pairs), or the fingerprints of the keys it inserted in
+    /// serialized `(tick, record)` pairs), or the fingerprints of the keys it inserted in
     /// the epoch (`Local`, 8 bytes per key per destination).
     pub bytes_sent: u64,
     /// Bytes received from other workers: records routed here (`ByKey`), or the previous epoch's
