@@ -94,6 +94,10 @@ pub struct Args {
     /// the PBF papers' analysis, 20 bytes a shipped record).
     #[arg(long, value_enum, default_value_t = IndexLayout::Blocked)]
     pub index_layout: IndexLayout,
+    /// Epochs a reader may run ahead of the dataflow's output (bounds the records in flight; more
+    /// hides the latency between processes).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
+    pub in_flight: u64,
     /// Hash seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

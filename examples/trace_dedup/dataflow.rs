@@ -31,6 +31,8 @@ pub struct Job {
     /// Collect the passed records' positions on worker 0 (for `--verify` and `--out`).
     pub collect_passed: bool,
     pub progress: bool,
+    /// Epochs a reader may run ahead of the dataflow's output.
+    pub in_flight: u64,
 }
 
 /// A worker's counts, sent to worker 0 when its input ends.
@@ -200,8 +202,9 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 r_in.advance_to(t);
                 q_in.advance_to(t);
                 t_in.advance_to(t);
-                // At most two epochs in flight: the buffers stay bounded by the state.
-                let behind = e.saturating_sub(2) * epoch;
+                // At most `in_flight` epochs in flight: buffers stay bounded, and a round trip
+                // between processes per epoch is not waited for.
+                let behind = e.saturating_sub(job.in_flight) * epoch;
                 worker.step_while(|| probe.less_than(&behind));
                 bar.set_position(tally.records);
             }

@@ -105,6 +105,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
         index,
         collect_passed: args.verify || args.out.is_some(),
         progress: !args.json,
+        in_flight: args.in_flight,
     };
     let gathered = dataflow::run(job, timely_args)?;
     let seconds_total = started.elapsed().as_secs_f64();
