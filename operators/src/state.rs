@@ -6,7 +6,7 @@ use crate::delta::{shard_words, DeltaWords, EpochRecords, LevelDelta, BLOCK_WORD
 use crate::digest::{block_hash, BlockUpdate};
 use crate::stats::{LevelStats, RejectReason};
 use chronobloom_core::bloom::{blocked_probes, FilterShape, Layout, BLOCK_BITS};
-use chronobloom_core::hash::{FastMod, Key, KeyHash};
+use chronobloom_core::hash::{BucketMix, FastMod, Key, KeyHash};
 use chronobloom_core::prefetch::prefetch;
 use chronobloom_core::temporal::{dyadic_cover, Allocation, Answer, Pbf2, Tick, TimeRange};
 use std::collections::BTreeMap;
@@ -363,10 +363,19 @@ impl MergedState {
             .map(|(h, t)| (h.lo, h.hi, t - start))
             .collect();
         sorted.sort_unstable();
+        let (Some(lo_tick), Some(hi_tick)) = (
+            sorted.iter().map(|r| r.2).min(),
+            sorted.iter().map(|r| r.2).max(),
+        ) else {
+            return refused;
+        };
         for (l, level) in part.levels.iter_mut().enumerate() {
-            if level.modulus.is_none() {
+            if level.modulus.is_none() || level.words.is_empty() {
                 continue;
             }
+            // The bucket half of the hashing, once per bucket the epoch covers at this level.
+            let first_bucket = lo_tick >> l;
+            let mixes: Vec<BucketMix> = (first_bucket..=hi_tick >> l).map(BucketMix::of).collect();
             let mut last: Option<(u64, u64, u64)> = None;
             level.insert_each(sorted.iter().filter_map(|&(lo, hi, t)| {
                 let at = (lo, hi, t >> l);
@@ -374,7 +383,8 @@ impl MergedState {
                     return None;
                 }
                 last = Some(at);
-                Some(KeyHash { lo, hi }.at(t >> l))
+                let mix = mixes.get(((t >> l) - first_bucket) as usize)?;
+                Some(KeyHash { lo, hi }.at_mixed(*mix))
             }));
         }
         refused
