@@ -475,6 +475,10 @@ type Routed = Rc<RefCell<BTreeMap<u64, (u64, u64)>>>;
 /// A record's key as canonical bytes: the exact identity of same-tick records.
 type KeyBytes<D> = Rc<dyn Fn(&D) -> CanonicalBytes>;
 
+/// A record's key fingerprint, [`KeyHash::lo`] of [`Key::key_hash`] (the hash of the canonical
+/// bytes, computed without them where the key type can).
+type Fingerprint<D> = Rc<dyn Fn(&D) -> u64>;
+
 impl<'scope, D: ExchangeData> TimedDedup<'scope, D> for StreamVec<'scope, u64, (Tick, D)> {
     fn dedup_timed_by<K, F>(self, config: &DedupConfig, key: F) -> DedupStreams<'scope, (Tick, D)>
     where
@@ -483,13 +487,19 @@ impl<'scope, D: ExchangeData> TimedDedup<'scope, D> for StreamVec<'scope, u64, (
     {
         let scope = self.scope();
         let (me, peers) = (scope.index(), scope.peers());
-        let key_bytes: KeyBytes<D> = Rc::new(move |d: &D| {
-            let mut bytes = CanonicalBytes::new();
-            key(d).write_canonical(&mut bytes);
-            bytes
-        });
+        let key = Rc::new(key);
+        let key_bytes: KeyBytes<D> = {
+            let key = Rc::clone(&key);
+            Rc::new(move |d: &D| {
+                let mut bytes = CanonicalBytes::new();
+                key(d).write_canonical(&mut bytes);
+                bytes
+            })
+        };
+        let seed = config.seed();
+        let fp: Fingerprint<D> = Rc::new(move |d: &D| key(d).key_hash(seed).lo);
         let routed: Routed = Rc::default();
-        let fingerprinted = fingerprint(self, config, Rc::clone(&key_bytes), Rc::clone(&routed));
+        let fingerprinted = fingerprint(self, config, Rc::clone(&fp), Rc::clone(&routed));
         let records = if config.mode() == DedupMode::ByKey && peers > 1 {
             use timely::dataflow::operators::Exchange as _;
             fingerprinted.exchange(|&(dest, _): &Bundle<D>| u64::from(dest))
@@ -497,7 +507,7 @@ impl<'scope, D: ExchangeData> TimedDedup<'scope, D> for StreamVec<'scope, u64, (
             fingerprinted
         };
         let (handle, deltas) = scope.feedback::<Vec<ViewDelta>>(1);
-        let mut state = DecideState::new(config.clone(), me, peers, routed, key_bytes);
+        let mut state = DecideState::new(config.clone(), me, peers, routed, key_bytes, fp);
         // Two outputs, so that passed records go out as whole containers, never one by one.
         let mut builder = OperatorBuilder::new("Dedup".to_owned(), scope);
         let mut records = builder.new_input(records, Pipeline);
@@ -587,7 +597,7 @@ type Bundle<D> = (u32, Vec<(Tick, D)>);
 fn fingerprint<'scope, D: ExchangeData>(
     records: StreamVec<'scope, u64, (Tick, D)>,
     config: &DedupConfig,
-    key: KeyBytes<D>,
+    fp: Fingerprint<D>,
     routed: Routed,
 ) -> StreamVec<'scope, u64, Bundle<D>> {
     let scope = records.scope();
@@ -601,7 +611,6 @@ fn fingerprint<'scope, D: ExchangeData>(
             input.for_each_stamp(|cap, data| {
                 let Some(&ts) = cap.least() else { return };
                 let mut session = output.session(&cap);
-                let fp = |d: &D| KeyHash::of_bytes(key(d).as_slice(), config.seed()).lo;
                 for batch in data {
                     if !route {
                         session.give((me, std::mem::take(batch)));
@@ -665,6 +674,7 @@ struct DecideState<D> {
     epochs: BTreeMap<u64, OpenEpoch>,
     routed: Routed,
     key: KeyBytes<D>,
+    fp: Fingerprint<D>,
     /// Per record of the epoch being decided: not seen before its tick.
     fresh: Vec<bool>,
     /// `(tick, fingerprint)` of the epoch being decided whose key may have occurred earlier in
@@ -682,7 +692,14 @@ struct DecideState<D> {
 const PREFETCH_AHEAD: usize = 24;
 
 impl<D: ExchangeData> DecideState<D> {
-    fn new(config: DedupConfig, me: usize, peers: usize, routed: Routed, key: KeyBytes<D>) -> Self {
+    fn new(
+        config: DedupConfig,
+        me: usize,
+        peers: usize,
+        routed: Routed,
+        key: KeyBytes<D>,
+        fp: Fingerprint<D>,
+    ) -> Self {
         // The shape was validated when the configuration was built.
         let shard_shape = config
             .shard_shape()
@@ -699,6 +716,7 @@ impl<D: ExchangeData> DecideState<D> {
             epochs: BTreeMap::new(),
             routed,
             key,
+            fp,
             fresh: Vec::new(),
             repeats: Vec::new(),
             order: Vec::new(),
@@ -736,9 +754,8 @@ impl<D: ExchangeData> DecideState<D> {
             self.open_epoch(e, || epoch_cap(last)).bytes_in += bytes;
         }
         let mut current: Option<(u64, Tick, Tick)> = None;
-        let seed = self.config.seed();
         for (t, d) in batch.drain(..) {
-            let fp = KeyHash::of_bytes((self.key)(&d).as_slice(), seed).lo;
+            let fp = (self.fp)(&d);
             let late = t < ts;
             let t = t.max(ts);
             let e = match current {

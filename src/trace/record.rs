@@ -1,7 +1,7 @@
 //! Flow records, the keys derived from them, and the duration syntax of the command line.
 
 use super::TraceError;
-use chronobloom_core::hash::{CanonicalBytes, Key};
+use chronobloom_core::hash::{CanonicalBytes, Key, KeyHash};
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
@@ -215,6 +215,61 @@ impl Key for FlowKey {
             FlowKey::FiveTuple(a, b, c, d, e) => (a, b, c, d, e).write_canonical(out),
         }
     }
+
+    /// The same bytes as [`Self::write_canonical`], written into a stack buffer (at most 39
+    /// bytes) and hashed: every key of a trace is hashed where it is routed, deduplicated and
+    /// indexed, so this is on the main job's hot path.
+    #[inline]
+    fn key_hash(&self, seed: u64) -> KeyHash {
+        let mut buf = Canonical {
+            bytes: [0; 40],
+            len: 0,
+        };
+        match *self {
+            FlowKey::Src(a) => buf.addr(a),
+            FlowKey::Pair(a, b) => {
+                buf.addr(a);
+                buf.addr(b);
+            }
+            FlowKey::FiveTuple(a, b, sp, dp, pr) => {
+                buf.addr(a);
+                buf.addr(b);
+                buf.put(&sp.to_le_bytes());
+                buf.put(&dp.to_le_bytes());
+                buf.put(&[pr]);
+            }
+        }
+        KeyHash::of_bytes(&buf.bytes[..buf.len], seed)
+    }
+}
+
+/// A flow key's canonical bytes on the stack.
+struct Canonical {
+    bytes: [u8; 40],
+    len: usize,
+}
+
+impl Canonical {
+    #[inline]
+    fn put(&mut self, b: &[u8]) {
+        self.bytes[self.len..self.len + b.len()].copy_from_slice(b);
+        self.len += b.len();
+    }
+
+    /// An address as [`Key`] writes one: a tag byte 4 or 6, then the octets.
+    #[inline]
+    fn addr(&mut self, a: IpAddr) {
+        match a {
+            IpAddr::V4(v) => {
+                self.put(&[4]);
+                self.put(&v.octets());
+            }
+            IpAddr::V6(v) => {
+                self.put(&[6]);
+                self.put(&v.octets());
+            }
+        }
+    }
 }
 
 impl FlowRecord {
@@ -324,6 +379,14 @@ mod tests {
         }
         let five = FlowKey::FiveTuple(v4, w4, 1234, 443, 6);
         assert_eq!(bincode::serialized_size(&five).ok(), Some(14));
+        // the stack-buffer hash is the hash of the canonical bytes
+        for k in keys {
+            let mut bytes = CanonicalBytes::new();
+            k.write_canonical(&mut bytes);
+            for seed in [0, 7, u64::MAX] {
+                assert_eq!(k.key_hash(seed), KeyHash::of_bytes(bytes.as_slice(), seed));
+            }
+        }
         assert!(bincode::deserialize::<FlowKey>(&[3, 1, 2, 3, 4]).is_err());
         assert!(bincode::deserialize::<FlowKey>(&[2, 1, 2, 3, 4, 5]).is_err());
     }
