@@ -73,12 +73,15 @@ pub struct Gathered {
 /// A record as it travels: the key, and its position in the input when the passed records are
 /// collected.
 trait JobRecord: ExchangeData + Clone {
+    /// Serialized bytes of a `(tick, record)` pair besides the key's own.
+    const WIRE_EXTRA: u64;
     fn of(r: &Rec) -> Self;
     fn key(&self) -> FlowKey;
     fn seq(&self) -> u64;
 }
 
 impl JobRecord for FlowKey {
+    const WIRE_EXTRA: u64 = 8;
     fn of(r: &Rec) -> Self {
         r.key
     }
@@ -91,6 +94,7 @@ impl JobRecord for FlowKey {
 }
 
 impl JobRecord for (u64, FlowKey) {
+    const WIRE_EXTRA: u64 = 16;
     fn of(r: &Rec) -> Self {
         (r.seq, r.key)
     }
@@ -213,7 +217,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             let raw = raw_bytes(&rec.key);
             tally.raw_bytes += raw;
             if route && owner(&rec.key) != me {
-                tally.routed_bytes += bincode::serialized_size(&(rec.tick, &d)).unwrap_or(raw);
+                tally.routed_bytes += D::WIRE_EXTRA + rec.key.wire_len();
             }
             r_in.send((rec.tick, d));
             tally.records += 1;
@@ -297,6 +301,19 @@ fn progress_bar(show: bool) -> ProgressBar {
 mod tests {
     use super::*;
     use chronobloom::core::hash::{CanonicalBytes, Key};
+
+    #[test]
+    fn routed_bytes_are_the_serialized_records() {
+        let k = FlowKey::FiveTuple([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 1, 2, 6);
+        assert_eq!(
+            bincode::serialized_size(&(5u64, k)).ok(),
+            Some(<FlowKey as JobRecord>::WIRE_EXTRA + k.wire_len())
+        );
+        assert_eq!(
+            bincode::serialized_size(&(5u64, (7u64, k))).ok(),
+            Some(<(u64, FlowKey) as JobRecord>::WIRE_EXTRA + k.wire_len())
+        );
+    }
 
     #[test]
     fn raw_bytes_are_the_canonical_bytes_and_a_tick() {

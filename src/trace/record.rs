@@ -135,6 +135,19 @@ impl FromStr for FlowKey {
 const TAG_V6_SRC: u8 = 4;
 const TAG_V6_DST: u8 = 8;
 
+impl FlowKey {
+    /// Bytes of the compact serialized form (what `bincode` writes): a tag byte, 4 or 16 per
+    /// address, 5 for ports and protocol.
+    pub fn wire_len(&self) -> u64 {
+        let addr = |a: &IpAddr| if a.is_ipv4() { 4 } else { 16 };
+        1 + match self {
+            FlowKey::Src(a) => addr(a),
+            FlowKey::Pair(a, b) => addr(a) + addr(b),
+            FlowKey::FiveTuple(a, b, ..) => addr(a) + addr(b) + 5,
+        }
+    }
+}
+
 impl Serialize for FlowKey {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeTuple;
@@ -362,6 +375,7 @@ mod tests {
             FlowKey::FiveTuple(v4, v6, 0, 0, 1),
         ];
         for k in keys {
+            assert_eq!(bincode::serialized_size(&k).ok(), Some(k.wire_len()));
             let b = bincode::serialize(&k).map_err(|e| e.to_string());
             assert_eq!(
                 b.as_ref()
