@@ -19,17 +19,18 @@ use timely::dataflow::operators::vec::Broadcast;
 use timely::dataflow::operators::Capability;
 use timely::dataflow::StreamVec;
 
-/// Indexes records into per-worker PBF-2s and emits, when an epoch closes, the words each level
-/// changed during it.
+/// Indexes records into per-worker PBF-2s and emits, when an epoch closes, what the merged
+/// state needs of them: the epoch's records as hashes, or the words each level changed.
 ///
-/// A record is a key; its tick is its **dataflow timestamp** (`u64` ticks, identity mapping; a
-/// batch's records take the batch's least time). The epoch closes when the input frontier passes
-/// its last tick; the worker then sends every worker a [`Shipment`] stamped with the epoch's last
-/// tick: the changed words of every level (all of them to every worker when replicated, each
-/// worker's owned range when sharded), each level sparse, bitmap or dense, whichever is smallest.
-/// Records of later epochs wait in a buffer until their epoch is the earliest open one,
-/// so a delta holds exactly its epoch's records. Records at or past the horizon are counted, not
-/// indexed.
+/// A record is a key; its tick is its **dataflow timestamp** (`u64` ticks, identity mapping; this
+/// is the adapter of [`TimedLocalIndex`], where records carry their own ticks). The epoch closes
+/// when the input frontier passes its last tick; the worker then sends every worker a
+/// [`Shipment`] stamped with the epoch's last tick: the epoch's records as key hashes with tick
+/// offsets while they are fewer bytes than the partition's words, otherwise the changed words of
+/// every level (all of them to every worker when replicated, the levels each worker owns when
+/// sharded), each level sparse, bitmap or dense, whichever is smallest. Records of later epochs
+/// wait in a bounded buffer until their epoch is the earliest open one, so a shipment holds
+/// exactly its epoch's records. Records at or past the horizon are counted, not indexed.
 ///
 /// ```
 /// use timely::dataflow::operators::{Capture, Input};
@@ -573,9 +574,9 @@ impl LocalState {
     }
 
     /// Inserts the epoch's held-back records, drains the changed words of its partition and
-    /// builds one shipment per destination: the epoch's records as hashes when they are fewer
-    /// bytes, else the changed words — every one for every worker when replicated, the words
-    /// each worker owns when sharded.
+    /// builds one shipment per destination: the epoch's logged records as hashes (the log was
+    /// kept while smaller than the partition's words), else the changed words — every one for
+    /// every worker when replicated, the levels each worker owns when sharded.
     fn flush(&mut self, e: u64, epoch: OpenEpoch) -> (Capability<u64>, Vec<Shipment>) {
         let OpenEpoch {
             cap,

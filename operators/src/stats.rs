@@ -97,7 +97,8 @@ pub struct EpochStats {
     /// See [`Self::query_bytes_received`].
     #[serde(default)]
     pub query_bytes_sent: u64,
-    /// Delta words refused on merge (a configuration mismatch between workers).
+    /// Delta words or shipped records refused on merge (a configuration mismatch between
+    /// workers).
     pub refused_words: u64,
     /// Queries waiting for later epochs when this epoch was merged.
     pub queries_held: u64,
