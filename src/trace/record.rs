@@ -136,6 +136,17 @@ const TAG_V6_SRC: u8 = 4;
 const TAG_V6_DST: u8 = 8;
 
 impl FlowKey {
+    /// Bytes of the canonical encoding ([`Key::write_canonical`]: an address is a tag byte and 4
+    /// or 16 octets, ports 2 bytes each, the protocol 1), without writing it.
+    pub fn canonical_len(&self) -> u64 {
+        let addr = |a: &IpAddr| if a.is_ipv4() { 5 } else { 17 };
+        match self {
+            FlowKey::Src(a) => addr(a),
+            FlowKey::Pair(a, b) => addr(a) + addr(b),
+            FlowKey::FiveTuple(a, b, ..) => addr(a) + addr(b) + 5,
+        }
+    }
+
     /// Bytes of the compact serialized form (what `bincode` writes): a tag byte, 4 or 16 per
     /// address, 5 for ports and protocol.
     pub fn wire_len(&self) -> u64 {
@@ -376,6 +387,15 @@ mod tests {
         ];
         for k in keys {
             assert_eq!(bincode::serialized_size(&k).ok(), Some(k.wire_len()));
+            // as the main job routes it: a tick, maybe a position, then the key
+            assert_eq!(
+                bincode::serialized_size(&(5u64, k)).ok(),
+                Some(8 + k.wire_len())
+            );
+            assert_eq!(
+                bincode::serialized_size(&(5u64, (7u64, k))).ok(),
+                Some(16 + k.wire_len())
+            );
             let b = bincode::serialize(&k).map_err(|e| e.to_string());
             assert_eq!(
                 b.as_ref()
@@ -397,6 +417,7 @@ mod tests {
         for k in keys {
             let mut bytes = CanonicalBytes::new();
             k.write_canonical(&mut bytes);
+            assert_eq!(k.canonical_len(), bytes.as_slice().len() as u64);
             for seed in [0, 7, u64::MAX] {
                 assert_eq!(k.key_hash(seed), KeyHash::of_bytes(bytes.as_slice(), seed));
             }
