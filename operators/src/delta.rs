@@ -58,20 +58,6 @@ pub enum DeltaWords {
 }
 
 impl DeltaWords {
-    /// The bytes [`Self::encode`] would produce for the same arguments (0 when no changed word
-    /// falls in `range`), without building the encoding.
-    pub fn encoded_bytes(changed: &ChangedWords, level_words: usize, range: Range<usize>) -> u64 {
-        let range = range.start.min(level_words)..range.end.min(level_words);
-        let c = changed.count_in(range.clone());
-        if c == 0 {
-            return 0;
-        }
-        let n = range.len() as u64;
-        (c * SPARSE_ENTRY_BYTES)
-            .min(n.div_ceil(64) * 8 + c * 8)
-            .min(n * 8)
-    }
-
     /// Encodes the words of `level_words` flagged in `changed` inside `range` (clipped to
     /// `level_words`), sparse, as a bitmap or dense, whichever has the fewest bytes
     /// ([`Self::wire_bytes`]). `None` when no changed word falls in `range`.

@@ -7,7 +7,6 @@ use crate::held::Held;
 use crate::stats::{LocalStats, RejectReason};
 use crate::timed::Timed;
 use chronobloom_core::bloom::Layout;
-use chronobloom_core::changed::ChangedWords;
 use chronobloom_core::hash::{Key, KeyHash};
 use chronobloom_core::temporal::{Allocation, Pbf2, TemporalFilter, Tick};
 use std::collections::btree_map::Entry;
@@ -405,10 +404,7 @@ impl LocalState {
             .as_ref()
             .is_some_and(|l| l.len() + hashes.len() <= self.log_cap)
         {
-            let p = self.config.partition_of_epoch(e);
-            let direct = self.head == Some(e)
-                && self.open.keys().next() == Some(&e)
-                && self.resolve(p).is_some();
+            let direct = self.direct(e);
             // Records of an epoch that cannot close yet wait within the buffer's bound.
             let room = if direct {
                 n
@@ -451,6 +447,13 @@ impl LocalState {
         self.place(e, hashes, ticks);
     }
 
+    /// Whether epoch `e`'s records can go in now: it is the earliest open epoch, holds the
+    /// frontier, and its partition's allocation is known.
+    fn direct(&mut self, e: u64) -> bool {
+        let p = self.config.partition_of_epoch(e);
+        self.head == Some(e) && self.open.keys().next() == Some(&e) && self.resolve(p).is_some()
+    }
+
     /// Puts a run of epoch `e`'s records in the local filter: straight in when `e` is the
     /// earliest open epoch, holds the frontier and its partition's allocation is known; held
     /// back otherwise.
@@ -458,9 +461,7 @@ impl LocalState {
         let n = hashes.len() as u64;
         let p = self.config.partition_of_epoch(e);
         let base = self.config.partition_start(p);
-        let direct = self.head == Some(e)
-            && self.open.keys().next() == Some(&e)
-            && self.resolve(p).is_some();
+        let direct = self.direct(e);
         let locals = ticks.iter().map(|&t| t - base);
         if !direct {
             let Some(epoch) = self.open.get_mut(&e) else {
@@ -599,7 +600,6 @@ impl LocalState {
         };
         let sharded = self.config.placement() == Placement::Sharded;
         let mut per_dest: Vec<Vec<LevelDelta>> = vec![Vec::new(); self.peers];
-        let by_records = vec![log.is_some(); self.peers];
         let mut announce = None;
         let peers = self.peers;
         if let Some(pbf) = self.filters.get_mut(&p) {
@@ -607,50 +607,39 @@ impl LocalState {
                 self.shipped = Some(p);
                 announce = Some((p, pbf.allocation()));
             }
-            let mut drained: Vec<(u32, ChangedWords)> = Vec::new();
             for level in 0..pbf.levels() {
                 let Some(f) = pbf.level_mut(level) else {
                     continue;
                 };
+                // Drained either way, so the next epoch's words are measured from here.
                 let changed = f.bits_mut().drain_changed();
-                if !changed.is_empty() {
-                    drained.push((level, changed));
+                if changed.is_empty() || log.is_some() {
+                    continue;
                 }
-            }
-            for (level, changed) in &drained {
-                let Some(f) = pbf.level(*level) else { continue };
                 let words = f.bits().words();
                 if sharded {
                     for (dest, v) in per_dest.iter_mut().enumerate() {
-                        if by_records[dest] {
-                            continue;
-                        }
-                        let range = shard_words(*level, words.len(), dest, peers);
-                        if let Some(d) = DeltaWords::encode(changed, words, range) {
+                        let range = shard_words(level, words.len(), dest, peers);
+                        if let Some(d) = DeltaWords::encode(&changed, words, range) {
                             v.push(LevelDelta {
                                 partition: p,
-                                level: *level,
+                                level,
                                 words: d,
                             });
                         }
                     }
-                } else if by_records.iter().any(|&r| !r) {
-                    if let Some(d) = DeltaWords::encode(changed, words, 0..words.len()) {
-                        let d = LevelDelta {
-                            partition: p,
-                            level: *level,
-                            words: d,
-                        };
-                        for (dest, v) in per_dest.iter_mut().enumerate() {
-                            if !by_records[dest] {
-                                v.push(d.clone());
-                            }
-                        }
+                } else if let Some(d) = DeltaWords::encode(&changed, words, 0..words.len()) {
+                    let d = LevelDelta {
+                        partition: p,
+                        level,
+                        words: d,
+                    };
+                    for v in &mut per_dest {
+                        v.push(d.clone());
                     }
                 }
             }
         }
-        let records = |dest: usize| by_records[dest].then(|| log.clone()).flatten();
         let announce_bytes = announce.as_ref().map_or(0, |(_, a): &(u64, Allocation)| {
             8 + 12 * a.shapes().len() as u64
         });
@@ -658,12 +647,8 @@ impl LocalState {
             .iter()
             .enumerate()
             .filter(|&(dest, _)| dest != self.me)
-            .map(|(dest, v)| {
-                let records = if by_records[dest] {
-                    log.as_ref().map_or(0, EpochRecords::wire_bytes)
-                } else {
-                    0
-                };
+            .map(|(_, v)| {
+                let records = log.as_ref().map_or(0, EpochRecords::wire_bytes);
                 announce_bytes + records + v.iter().map(|d| d.words.wire_bytes()).sum::<u64>()
             })
             .sum();
@@ -679,7 +664,7 @@ impl LocalState {
                 from: self.me as u32,
                 dest: dest as u32,
                 deltas,
-                records: records(dest),
+                records: log.clone(),
                 announce: announce.clone(),
                 local: if dest == self.me { stats.take() } else { None },
             })
