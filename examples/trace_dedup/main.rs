@@ -257,7 +257,7 @@ fn peak_rss_bytes() -> Option<u64> {
 }
 
 /// The largest total over epochs of the bits the workers' dedup filters held.
-fn peak_dedup_bits(stats: &[chronobloom::operators::dedup_stats::DedupStats]) -> u64 {
+fn peak_dedup_bits(stats: &[chronobloom::operators::dedup::stats::DedupStats]) -> u64 {
     let mut per_epoch: BTreeMap<u64, u64> = BTreeMap::new();
     for s in stats {
         *per_epoch.entry(s.epoch).or_default() += s.local_bits + s.view_bits;
@@ -266,7 +266,7 @@ fn peak_dedup_bits(stats: &[chronobloom::operators::dedup_stats::DedupStats]) ->
 }
 
 fn epoch_points(
-    stats: &[chronobloom::operators::dedup_stats::DedupStats],
+    stats: &[chronobloom::operators::dedup::stats::DedupStats],
     epoch: u64,
     unit: std::time::Duration,
 ) -> Vec<plot::EpochPoint> {

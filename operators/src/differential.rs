@@ -9,13 +9,13 @@
 //! [`DedupCollection`] dedups a collection within a window with the [`Dedup`] operator: positive
 //! differences are records, negative ones are reported the same way.
 
-use crate::config::IndexConfig;
+use crate::dedup::stats::DedupStats;
 use crate::dedup::{Dedup, DedupConfig};
-use crate::dedup_stats::DedupStats;
-use crate::delta::Shipment;
+use crate::index::config::IndexConfig;
+use crate::index::delta::Shipment;
+use crate::index::query::{IndexEvent, MergeQuery};
+use crate::index::stats::EpochStats;
 use crate::index::LocalIndex;
-use crate::query::{IndexEvent, MergeQuery};
-use crate::stats::EpochStats;
 use chronobloom_core::hash::{CanonicalBytes, Key};
 use chronobloom_core::temporal::{Tick, TimeRange};
 use differential_dataflow::{AsCollection, VecCollection};

@@ -6,7 +6,7 @@
 //! being a (possible) duplicate. What can be refused is a view delta for an epoch this worker has
 //! inserted already, from a peer that does not follow the protocol ([`DedupStats::refused_deltas`]).
 
-use crate::dedup::DedupMode;
+use super::config::DedupMode;
 use serde::{Deserialize, Serialize};
 
 /// Which part of a worker's state a [`SliceStats`] describes.
@@ -77,6 +77,13 @@ pub struct DedupStats {
     pub bytes_received: u64,
     /// View deltas refused because their epoch was inserted already.
     pub refused_deltas: u64,
+    /// The slack `S` of the window state, in ticks: keys last seen `W` to `W + S − 1` ticks
+    /// before a record may still count as seen (0 with the exact edge).
+    pub slack: u64,
+    /// Keys that could not be inserted because their tick was before an earlier insertion's
+    /// generation (never in a run that follows the protocol; counted, not dropped silently:
+    /// their records were decided).
+    pub unplaced: u64,
 }
 
 impl DedupStats {
@@ -99,6 +106,8 @@ impl DedupStats {
             bytes_sent: 0,
             bytes_received: 0,
             refused_deltas: 0,
+            slack: 0,
+            unplaced: 0,
         }
     }
 }
