@@ -158,7 +158,8 @@ impl DedupConfigBuilder {
         self
     }
 
-    /// Key shards, 1 to [`MAX_SHARDS`]; default 64. Keep it a multiple of the worker count for an
+    /// Key shards, 1 to [`MAX_SHARDS`]; default 16 (each holds its own filter, which has a
+    /// smallest size). Keep it a multiple of the worker count for an
     /// even `ByKey` load.
     pub fn shards(mut self, shards: u32) -> Self {
         self.shards = shards;
@@ -246,7 +247,7 @@ impl DedupConfigBuilder {
 }
 
 impl DedupConfig {
-    /// A builder with the defaults (ε = 0.01, `ByKey`, slack `W / 16`, compact state, 64
+    /// A builder with the defaults (ε = 0.01, `ByKey`, slack `W / 16`, compact state, 16
     /// shards, seed 0).
     pub fn builder() -> DedupConfigBuilder {
         DedupConfigBuilder {
@@ -257,7 +258,7 @@ impl DedupConfig {
             slack: None,
             exact_edge: false,
             expected: None,
-            shards: 64,
+            shards: 16,
             seed: 0,
         }
     }

@@ -488,6 +488,7 @@ impl<D: ExchangeData> DecideState<D> {
             let (fill, fpr) = f.occupancy(last);
             shard_fpr.push(fpr);
             s.local_bits += f.memory_bits();
+            s.keys += f.keys();
             s.slices.push(SliceStats {
                 slice: Slice::Shard(i as u32),
                 bits: f.memory_bits(),

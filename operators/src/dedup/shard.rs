@@ -161,6 +161,14 @@ impl ShardFilter {
         }
     }
 
+    /// Keys held live (the compact filter's population; 0 for the tick filter).
+    pub fn keys(&self) -> u64 {
+        match self {
+            ShardFilter::Compact(f) => f.population(),
+            ShardFilter::ExactEdge(_) => 0,
+        }
+    }
+
     /// Memory held, in bits.
     pub fn memory_bits(&self) -> u64 {
         match self {

@@ -33,7 +33,7 @@
 //! until the window is full (at least one generation), with 15% headroom and at least 1.5 times
 //! the present population. The rate is measured over the previous and the current generation's
 //! completed ticks, leaving out the stream's first tick (whose keys are all new); until one
-//! more tick has completed, the table grows fourfold. When a generation ends and a table that
+//! more tick has completed, a new table holds twice the population. When a generation ends and a table that
 //! has been active for a window holds less than a third of its capacity, a table sized for
 //! 1.15 times the population replaces it. A table that no longer receives insertions is read
 //! until its last entry is dead (`L` generations) and then dropped, so resizing never loses a
@@ -65,7 +65,7 @@ const LOAD: f64 = 0.95;
 /// Room left above the projected population when a table is sized.
 const HEADROOM: f64 = 1.15;
 /// Smallest table, in buckets.
-const MIN_BUCKETS: usize = 8;
+const MIN_BUCKETS: usize = 1;
 /// Largest number of live generations (tags are 5 bits and one value is kept spare).
 pub const MAX_LIVE_GENERATIONS: u64 = TAGS - 1;
 /// Largest window, in ticks.
@@ -366,8 +366,26 @@ impl TaggedCuckooFilter {
             }
         }
         fresh.sort_unstable_by_key(|&(_, hash)| hash);
+        // room for the whole batch at once (a stream's first batch, a burst): one larger table
+        // instead of a chain of small ones, each of which would answer false positives until
+        // its entries die
+        let room = with_tables!(&self.store, t => {
+            let a = t.active();
+            (LOAD * a.capacity() as f64) as u64 - a.occupied().min((LOAD * a.capacity() as f64) as u64)
+        });
+        if fresh.len() as u64 > room {
+            self.grow(now, generation_of(now, self.slack), fresh.len() as u64);
+        }
+        let mut previous = None;
         for (item, hash) in fresh {
-            done(item, self.place(hash, now, tag, live));
+            // a repeat of the key just placed is current, even if the table grew in between
+            let prior = if previous == Some(hash) {
+                Prior::Current
+            } else {
+                self.place(hash, now, tag, live)
+            };
+            previous = Some(hash);
+            done(item, prior);
         }
         Ok(())
     }
@@ -379,10 +397,12 @@ impl TaggedCuckooFilter {
         (gen % TAGS, tag_mask(first, gen))
     }
 
-    /// Inserts `hash` under `tag`, starting a larger table first if the active one is full.
+    /// Inserts `hash` under `tag`, starting a larger table first if the active one is full. (A
+    /// key live only in a drained table is placed anew: its entry there cannot be told from
+    /// another key's with the same fingerprint, so it stays until it dies.)
     fn place(&mut self, hash: u64, now: Tick, tag: u64, live: u32) -> Prior {
         if self.full() {
-            self.grow(now, generation_of(now, self.slack));
+            self.grow(now, generation_of(now, self.slack), 0);
         }
         let bits = fp_bits(hash);
         let prior = with_tables!(&mut self.store, t => {
@@ -469,11 +489,16 @@ impl TaggedCuckooFilter {
     /// Starts generation `g`: sweeps the tag that dies, drops drained tables, shrinks an
     /// emptied table.
     fn end_generation(&mut self, g: u64) {
-        // entries of generations before the first one live at g's first tick are dead
-        let first_tick = g.saturating_mul(self.slack.saturating_add(1));
-        let first = generation_of(window_first(first_tick, self.window), self.slack);
-        let (live, live_gens) = (tag_mask(first, g), self.live_gens);
-        self.population = with_tables!(&mut self.store, t => t.sweep(g, live, live_gens));
+        // entries of generations before the first one live at g's first tick are dead; the
+        // sweep at g - 1 left only generations live then, so at most one tag dies now
+        let first_live = |g: u64| {
+            let first_tick = g.saturating_mul(self.slack.saturating_add(1));
+            generation_of(window_first(first_tick, self.window), self.slack)
+        };
+        let before = tag_mask(first_live(g - 1), g - 1);
+        let dead = before & !tag_mask(first_live(g), g);
+        let live_gens = self.live_gens;
+        self.population = with_tables!(&mut self.store, t => t.sweep(g, dead, live_gens));
         self.rate.end_generation();
         self.gen = Some(g);
         self.stats.generations += 1;
@@ -490,19 +515,21 @@ impl TaggedCuckooFilter {
     }
 
     /// Starts a larger table: sized for the population projected one window ahead from the
-    /// rate of new keys (the present population plus the new keys of the generations until the
-    /// window is full, at least one), at least 1.5 times the present population; 4 times the
-    /// full table while the stream's first tick is all there is to go by.
-    fn grow(&mut self, now: Tick, gen: u64) {
+    /// rate of new keys (the present population and `coming` keys about to be placed, plus the
+    /// new keys of the generations until the window is full, at least one), at least 1.5 times
+    /// the present population; twice the present population while the stream's first tick is
+    /// all there is to go by.
+    fn grow(&mut self, now: Tick, gen: u64, coming: u64) {
         let g_len = self.slack.saturating_add(1);
+        let present = self.population + coming;
         let items = match self.rate.new_per_tick(now, gen, g_len) {
             Some(rate) => {
                 let age = gen - self.rate.first_gen;
                 let gens = self.live_gens.saturating_sub(age).max(1);
-                let projected = self.population as f64 + rate * (g_len * gens) as f64;
-                (HEADROOM * projected).max(1.5 * self.population as f64) as u64
+                let projected = present as f64 + rate * (g_len * gens) as f64;
+                (HEADROOM * projected).max(1.5 * present as f64) as u64
             }
-            None => 4 * with_tables!(&self.store, t => t.active().capacity()),
+            None => 2 * present.max(1),
         };
         self.restart(gen, items);
         self.stats.grown += 1;
@@ -538,9 +565,9 @@ impl<S: Slot> Tables<S> {
         self.tables.push(Table::new(buckets, seed));
     }
 
-    /// Sweeps every table at the start of generation `g` and drops those whose entries are all
-    /// dead; returns the live entries left.
-    fn sweep(&mut self, g: u64, live: u32, live_gens: u64) -> u64 {
+    /// Sweeps the `dead` tags from every table at the start of generation `g` and drops the
+    /// tables whose entries are all dead; returns the live entries left.
+    fn sweep(&mut self, g: u64, dead: u32, live_gens: u64) -> u64 {
         let mut i = 0;
         while i < self.stopped.len() {
             if self.stopped[i] + live_gens <= g {
@@ -550,7 +577,7 @@ impl<S: Slot> Tables<S> {
                 i += 1;
             }
         }
-        self.tables.iter_mut().map(|t| t.sweep(live)).sum()
+        self.tables.iter_mut().map(|t| t.sweep(dead)).sum()
     }
 
     /// Empties the filter: one table of `buckets` buckets, as a new filter has.

@@ -145,15 +145,36 @@ impl<S: Slot> Table<S> {
         prefetch(&self.slots, self.alt(spot.bucket, spot.fp) * SLOTS);
     }
 
+    /// Bit `i` set iff slot `i` of bucket `b` holds fingerprint `fp` (any tag): a loop the
+    /// compiler turns into one vector compare.
+    #[inline]
+    fn matches(&self, b: usize, fp: u64) -> u32 {
+        let mut m = 0u32;
+        for (i, &s) in self.slots[b * SLOTS..(b + 1) * SLOTS].iter().enumerate() {
+            let s: u64 = s.into();
+            m |= u32::from(s >> TAG_BITS == fp) << i;
+        }
+        m
+    }
+
+    /// The first slot of bucket `b` among `matches` whose tag is in `live`.
+    #[inline]
+    fn first_live(&self, b: usize, mut matches: u32, live: u32) -> Option<usize> {
+        while matches != 0 {
+            let i = b * SLOTS + matches.trailing_zeros() as usize;
+            if is_live(self.slots[i].into(), live) {
+                return Some(i);
+            }
+            matches &= matches - 1;
+        }
+        None
+    }
+
     /// Whether bucket `b` holds `fp` under a live tag.
     #[inline]
     fn bucket_has(&self, b: usize, fp: u64, live: u32) -> bool {
-        let mut hit = false;
-        for &s in &self.slots[b * SLOTS..(b + 1) * SLOTS] {
-            let s: u64 = s.into();
-            hit |= s >> TAG_BITS == fp && (live >> tag_of(s)) & 1 == 1;
-        }
-        hit
+        let m = self.matches(b, fp);
+        m != 0 && self.first_live(b, m, live).is_some()
     }
 
     /// Whether the table holds the spot's fingerprint under a tag in `live`.
@@ -171,17 +192,19 @@ impl<S: Slot> Table<S> {
 
     /// Re-tags a live entry with the spot's fingerprint to `tag` (a tag in `live`) and says what
     /// it carried; `None` when there is none.
+    #[inline]
     pub fn refresh(&mut self, spot: Spot, tag: u64, live: u32) -> Option<Prior> {
         for b in [spot.bucket, self.alt(spot.bucket, spot.fp)] {
-            for i in b * SLOTS..(b + 1) * SLOTS {
-                let s: u64 = self.slots[i].into();
-                if s >> TAG_BITS == spot.fp && is_live(s, live) {
-                    if tag_of(s) == tag {
-                        return Some(Prior::Current);
-                    }
-                    self.slots[i] = S::pack(spot.fp, tag);
-                    return Some(Prior::Older);
+            let m = self.matches(b, spot.fp);
+            if m == 0 {
+                continue;
+            }
+            if let Some(i) = self.first_live(b, m, live) {
+                if tag_of(self.slots[i].into()) == tag {
+                    return Some(Prior::Current);
                 }
+                self.slots[i] = S::pack(spot.fp, tag);
+                return Some(Prior::Older);
             }
         }
         None
@@ -251,18 +274,30 @@ impl<S: Slot> Table<S> {
         self.stash.push((b, carry));
     }
 
-    /// Empties every slot whose tag is `expired` (or not in `live`); returns the live entries
-    /// left.
-    pub fn sweep(&mut self, live: u32) -> u64 {
-        let mut left = 0;
-        for s in &mut self.slots {
-            let word: u64 = (*s).into();
-            if word != 0 && !is_live(word, live) {
-                *s = S::default();
+    /// Empties every slot whose tag is in `dead` (bit `t` for tag `t`); returns the entries
+    /// left. With one dead tag (a generation ending) the pass is one vector compare per slot.
+    pub fn sweep(&mut self, dead: u32) -> u64 {
+        let mut left = 0u64;
+        if dead.count_ones() == 1 {
+            let d = u64::from(dead.trailing_zeros());
+            for s in &mut self.slots {
+                let word: u64 = (*s).into();
+                if word & (TAGS - 1) == d {
+                    *s = S::default();
+                }
+                left += u64::from(*s != S::default());
             }
-            left += u64::from(*s != S::default());
+        } else {
+            for s in &mut self.slots {
+                let word: u64 = (*s).into();
+                if word != 0 && (dead >> tag_of(word)) & 1 == 1 {
+                    *s = S::default();
+                }
+                left += u64::from(*s != S::default());
+            }
         }
-        self.stash.retain(|&(_, s)| is_live(s.into(), live));
+        self.stash
+            .retain(|&(_, s)| (dead >> tag_of(s.into())) & 1 == 0);
         self.occupied = left + self.stash.len() as u64;
         self.occupied
     }

@@ -175,3 +175,24 @@ fn serde_round_trip() {
     assert_eq!(f, g);
     assert!((0..500).all(|k| g.seen(h(k), 60)));
 }
+
+#[test]
+fn a_batch_reports_repeats_current_across_growth() {
+    // 200 keys twice in one batch into the smallest table: it grows several times mid-batch
+    let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 2).unwrap();
+    let mut items: Vec<(u64, u64)> = (0..400).map(|i| (i, h(i % 200))).collect();
+    let mut found = Vec::new();
+    f.insert_batch(&mut items, 7, |i, p| found.push((i, p)))
+        .unwrap();
+    assert!(f.stats().grown > 0);
+    // never two new slots for one key (a key may also find another key's fingerprint)
+    for k in 0..200 {
+        let new = found
+            .iter()
+            .filter(|(i, p)| i % 200 == k && *p == Prior::New)
+            .count();
+        assert!(new <= 1, "key {k} placed {new} times");
+    }
+    let new = found.iter().filter(|(_, p)| *p == Prior::New).count();
+    assert!(new >= 195, "{new}");
+}
