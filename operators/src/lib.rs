@@ -19,6 +19,7 @@ pub mod dedup;
 pub mod differential;
 pub mod error;
 pub mod index;
+pub mod membership;
 pub mod sketches;
 pub mod timed;
 
@@ -27,7 +28,7 @@ pub use dedup::view::{ViewDelta, WindowView};
 pub use dedup::{Dedup, DedupConfig, DedupConfigBuilder, DedupMode, DedupStreams, TimedDedup};
 pub use differential::{
     AnsweredQueries, DedupCollection, DedupedCollection, IndexCollection, IndexedCollection,
-    QueryCollection, RangeQuery,
+    MembershipAnswers, MembershipCollection, QueryCollection, RangeQuery,
 };
 /// The Differential Dataflow version the collection traits are built on.
 pub use differential_dataflow;
@@ -38,6 +39,10 @@ pub use index::state::MergedState;
 pub use index::temporal::{IndexStreams, TemporalIndex, TimedTemporalIndex};
 pub use index::{config, delta, digest, held, query, state, stats, temporal};
 pub use index::{LocalIndex, TimedLocalIndex};
+pub use membership::{
+    MembershipConfig, MembershipConfigBuilder, MembershipStats, MembershipStreams, SliceShipment,
+    TimedWindowMembership,
+};
 pub use sketches::{
     AllocationReport, AllocationSource, Allocator, AllocatorConfig, AllocatorStreams, Lag,
     PartitionSketch, SketchStats,

@@ -7,7 +7,13 @@
 //! at the same time is inserted, and its retraction reported.
 //!
 //! [`DedupCollection`] dedups a collection within a window with the [`Dedup`] operator: positive
-//! differences are records, negative ones are reported the same way.
+//! differences are records, negative ones are reported the same way. [`MembershipCollection`]
+//! asks a collection of keys whether they were in another within a window
+//! ([`crate::membership`]).
+
+mod membership;
+
+pub use membership::{MembershipAnswers, MembershipCollection};
 
 use crate::dedup::stats::DedupStats;
 use crate::dedup::{Dedup, DedupConfig};
