@@ -44,9 +44,9 @@
 //! use chronobloom_core::window::{TaggedCuckooFilter, WindowFilter};
 //! // W = 60 ticks, slack 3 ticks, ε = 1%
 //! let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 7).unwrap();
-//! f.insert(&"10.0.0.1", 100).unwrap();
-//! assert!(f.contains(&"10.0.0.1", 159)); // 59 ticks later: inside the window
-//! assert!(!f.contains(&"10.0.0.1", 163)); // W + S ticks later: forgotten
+//! f.insert("10.0.0.1", 100).unwrap();
+//! assert!(f.contains("10.0.0.1", 159)); // 59 ticks later: inside the window
+//! assert!(!f.contains("10.0.0.1", 163)); // W + S ticks later: forgotten
 //! ```
 
 mod table;
@@ -324,7 +324,7 @@ impl TaggedCuckooFilter {
 
     /// Inserts the key with 64-bit hash `hash` at `now` (not before the latest insertion's
     /// generation) and says what it found.
-    pub fn insert(&mut self, hash: u64, now: Tick) -> Result<Prior> {
+    pub fn insert_fingerprint(&mut self, hash: u64, now: Tick) -> Result<Prior> {
         self.observe(now)?;
         let (tag, live) = self.tags(now);
         Ok(self.place(hash, now, tag, live))
@@ -604,7 +604,7 @@ impl WindowFilter for TaggedCuckooFilter {
     }
 
     fn insert_hash(&mut self, hash: KeyHash, now: Tick) -> Result<()> {
-        self.insert(hash.lo, now).map(|_| ())
+        self.insert_fingerprint(hash.lo, now).map(|_| ())
     }
 
     fn contains_hash(&self, hash: KeyHash, now: Tick) -> bool {

@@ -52,7 +52,7 @@ fn is_live(s: u64, live: u32) -> bool {
 }
 
 /// What an insertion found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Prior {
     /// No live entry matched: the key was placed in a slot of its own.
     New,

@@ -12,7 +12,7 @@ fn h(k: u64) -> u64 {
 fn steady(f: &mut TaggedCuckooFilter, from: Tick, ticks: Tick, rate: u64, next: &mut u64) {
     for t in from..from + ticks {
         for _ in 0..rate {
-            f.insert(h(*next), t).unwrap();
+            f.insert_fingerprint(h(*next), t).unwrap();
             *next += 1;
         }
     }
@@ -22,7 +22,7 @@ fn steady(f: &mut TaggedCuckooFilter, from: Tick, ticks: Tick, rate: u64, next: 
 fn window_edge_and_slack() {
     for (w, s) in [(60, 3), (1_000, 62), (16, 0), (7, 100)] {
         let mut f = TaggedCuckooFilter::new(w, s, 0.01, 1).unwrap();
-        f.insert(h(1), 100).unwrap();
+        f.insert_fingerprint(h(1), 100).unwrap();
         for t in 100..100 + w {
             assert!(f.seen(h(1), t), "w {w} s {s} t {t}");
         }
@@ -46,9 +46,9 @@ fn invalid_parameters_are_refused() {
     assert!(TaggedCuckooFilter::new(1_000, min_slack(1_000), 0.01, 0).is_ok());
     assert!(TaggedCuckooFilter::new(1_000, min_slack(1_000) - 1, 0.01, 0).is_err());
     let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 0).unwrap();
-    f.insert(h(1), 100).unwrap();
+    f.insert_fingerprint(h(1), 100).unwrap();
     assert!(matches!(
-        f.insert(h(2), 50),
+        f.insert_fingerprint(h(2), 50),
         Err(Error::TimeWentBackwards { .. })
     ));
 }
@@ -70,10 +70,10 @@ fn slot_width_follows_fpr() {
 #[test]
 fn priors() {
     let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 0).unwrap();
-    assert_eq!(f.insert(h(1), 0).unwrap(), Prior::New);
-    assert_eq!(f.insert(h(1), 3).unwrap(), Prior::Current);
-    assert_eq!(f.insert(h(1), 4).unwrap(), Prior::Older);
-    assert_eq!(f.insert(h(1), 200).unwrap(), Prior::New);
+    assert_eq!(f.insert_fingerprint(h(1), 0).unwrap(), Prior::New);
+    assert_eq!(f.insert_fingerprint(h(1), 3).unwrap(), Prior::Current);
+    assert_eq!(f.insert_fingerprint(h(1), 4).unwrap(), Prior::Older);
+    assert_eq!(f.insert_fingerprint(h(1), 200).unwrap(), Prior::New);
 }
 
 #[test]
@@ -116,7 +116,7 @@ fn memory_follows_the_rate_and_long_lived_keys_cost_one_slot() {
     let mut g = TaggedCuckooFilter::new(w, w / 16, 0.01, 5).unwrap();
     for t in 0..3 * w {
         for k in 0..1_000 {
-            g.insert(h(k), t).unwrap();
+            g.insert_fingerprint(h(k), t).unwrap();
         }
     }
     assert!(g.population() <= 1_000 + 20, "{}", g.population());
@@ -146,7 +146,7 @@ proptest! {
             for _ in 0..count {
                 key = mix64(key) ;
                 let k = key % universe;
-                f.insert(h(k), t).unwrap();
+                f.insert_fingerprint(h(k), t).unwrap();
                 last.insert(k, t);
             }
             for (k, &u) in last.iter().take(checks) {
@@ -168,7 +168,7 @@ proptest! {
 fn serde_round_trip() {
     let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 9).unwrap();
     for k in 0..500 {
-        f.insert(h(k), k / 10).unwrap();
+        f.insert_fingerprint(h(k), k / 10).unwrap();
     }
     let bytes = bincode::serialize(&f).unwrap();
     let g: TaggedCuckooFilter = bincode::deserialize(&bytes).unwrap();
