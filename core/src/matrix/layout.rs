@@ -73,12 +73,16 @@ impl TupleStats {
         }
     }
 
-    /// The shape for a target false positive rate: the minimum-storage j-matrix
-    /// ([`MatrixShape::min_storage`] with [`Self::classes`]) or the maximum-adaptive matrix
-    /// ([`MatrixShape::max_adaptive`]), whichever stores fewer bits; on a tie the
-    /// maximum-adaptive one, whose rate also holds for new components on either side. Dense data
-    /// (most of the `n_a × n_b` grid present, e.g. full-repeating) goes to maximum adaptive;
-    /// sparse data (one-to-one, one-to-j) to minimum storage.
+    /// The shape for a target false positive rate, by what is known of the data:
+    ///
+    /// 1. second components (nearly) never repeat: Case A or B of §IV-C, the minimum-storage
+    ///    j-matrix with [`Self::classes`] (Theorem 3: a standard filter's rate for its bits);
+    /// 2. otherwise Theorem 1 does not hold (repeats share rows and columns), but any data within
+    ///    the `n_a × n_b` grid keeps the rate for new components below the product of the row and
+    ///    column occupancies ([`MatrixShape::fpr_adaptive`]). Theorem 2's square matrix is taken
+    ///    when that bound meets the target and it stores fewer bits than the maximum-adaptive
+    ///    matrix; else the maximum-adaptive matrix ([`MatrixShape::max_adaptive`]), the paper's
+    ///    choice for data without exploitable structure, at its storage cost.
     ///
     /// ```
     /// use chronobloom_core::matrix::{MatrixLayout, TupleStats};
@@ -88,13 +92,20 @@ impl TupleStats {
     /// assert_eq!(one_to_one.shape_for(0.01).unwrap().layout, MatrixLayout::MinimumStorage);
     /// ```
     pub fn shape_for(&self, fpr: f64) -> Result<MatrixShape> {
-        let min = MatrixShape::min_storage(self.tuples, self.classes(), fpr)?;
+        let classes = self.classes();
+        if self.second.saturating_mul(10) >= self.tuples.saturating_mul(9) {
+            return MatrixShape::min_storage(self.tuples, classes, fpr);
+        }
+        let square = MatrixShape::for_fpr(self.tuples, fpr)?;
         let max = MatrixShape::max_adaptive(self.first, self.second, fpr)?;
-        Ok(if max.stored_bits() <= min.stored_bits() {
-            max
-        } else {
-            min
-        })
+        let bound = square.fpr_adaptive(self.first as f64, self.second as f64);
+        Ok(
+            if bound <= fpr && square.stored_bits() < max.stored_bits() {
+                square
+            } else {
+                max
+            },
+        )
     }
 }
 

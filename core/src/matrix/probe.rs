@@ -69,6 +69,18 @@ impl Geometry {
         out
     }
 
+    /// The single row `row mod m1`, not hashed: a direct-mapped first component (the row
+    /// function of the paper's Appendix C, for small integers such as time buckets).
+    #[inline]
+    pub(crate) fn row_at(&self, row: u64) -> RowProbe {
+        let mut out = RowProbe {
+            offsets: [0; SIDES],
+            len: 1,
+        };
+        out.offsets[0] = self.rows.reduce(row) * self.stride;
+        out
+    }
+
     /// The columns of the second component `b`.
     #[inline]
     pub(crate) fn cols_of<B: Key + ?Sized>(&self, b: &B) -> ColProbe {

@@ -139,6 +139,60 @@ impl MatrixShape {
         theorem1(self.bits() as f64, self.hashes(), items)
     }
 
+    /// The largest `k1 · k2` for which [`Self::fpr_exact`] enumerates the query's cells.
+    pub const EXACT_MAX_CELLS: u32 = 12;
+
+    /// The false positive rate for a query of two new components without Theorem 1's
+    /// independence approximation, after `first` first components were each inserted with
+    /// `per_first` second components that never repeat (one-to-one: `per_first = 1`; Case B:
+    /// `per_first = j`).
+    ///
+    /// A query's `k1 × k2` cells are a grid, and one inserted tuple covers a sub-grid of it (the
+    /// query rows among its rows × the query columns among its columns), so the cells are
+    /// positively correlated, and more so when tuples share their rows; the rate is somewhat above
+    /// Theorem 1's. By inclusion–exclusion over the set `S` of cells left clear,
+    /// `FPR = Σ_S (−1)^{|S|} P(no tuple of one first component covers a cell of S)^{first}`. A first
+    /// component covers each query row with probability `ρ = 1 − (1 − 1/m1)^{k1}`; each of its
+    /// `per_first` tuples lands in the query's class with probability `1/j` and then covers each
+    /// query column with probability `γ = 1 − (1 − j/m2)^{k2}`, independently. `None` when
+    /// `k1 · k2 > 12` (the sum has `2^{k1 k2}` terms).
+    pub fn fpr_exact(&self, first: f64, per_first: f64) -> Option<f64> {
+        let (k1, k2) = (self.row_hashes, self.col_hashes);
+        if k1 * k2 > Self::EXACT_MAX_CELLS {
+            return None;
+        }
+        let rho = 1.0 - (1.0 - 1.0 / self.rows as f64).powi(k1 as i32);
+        let gamma = 1.0 - (1.0 - 1.0 / self.class_cols() as f64).powi(k2 as i32);
+        let same_class = 1.0 / self.classes as f64;
+        let weight =
+            |hits: u32, k: u32, q: f64| q.powi(hits as i32) * (1.0 - q).powi((k - hits) as i32);
+        let fpr = (0u32..1 << (k1 * k2))
+            .map(|clear| {
+                // Sum over the query rows A a first component covers, then over the query
+                // columns B each of its tuples covers: the tuple misses S iff A × B misses it.
+                let none: f64 = (0u32..1 << k1)
+                    .map(|a| {
+                        let misses: f64 = (0u32..1 << k2)
+                            .filter(|&b| {
+                                (0..k1).all(|i| a >> i & 1 == 0 || (b << (i * k2)) & clear == 0)
+                            })
+                            .map(|b| weight(b.count_ones(), k2, gamma))
+                            .sum();
+                        let per_tuple = 1.0 - same_class + same_class * misses;
+                        weight(a.count_ones(), k1, rho) * per_tuple.powf(per_first)
+                    })
+                    .sum();
+                let sign = if clear.count_ones() % 2 == 0 {
+                    1.0
+                } else {
+                    -1.0
+                };
+                sign * none.powf(first)
+            })
+            .sum::<f64>();
+        Some(fpr.clamp(0.0, 1.0))
+    }
+
     /// §IV-B's false positive rate of a maximum-adaptive matrix holding every combination of
     /// `first` distinct first components and `second` distinct second components, for a query
     /// whose components are both new: the row filter's rate times the column filter's,

@@ -2,19 +2,26 @@
 //! the tmt-query as a batch 2-tuple partial existence test).
 //!
 //! Level ℓ holds the tuple (bucket ⌊t / 2^ℓ⌋, key) for every record (key, t), as PBF-2 holds the
-//! pair (paper 000 §4.2). The bucket is the first component, so a block of a query's dyadic cover
-//! is hashed once and its `k1` rows — whole words in sequence — are ANDed once into a mask over
-//! the key columns; every key of the batch then tests its `k2` columns in each block's mask.
-//! Every level has the same key columns and seed, so a key's columns are computed once for all
-//! levels. "Which of these 1,000 source addresses appeared in [s, e]?" costs one mask per block
-//! and `k2` column positions per key, where PBF-2 answers key by key with a bucket hash and `k`
-//! probes per block and key.
+//! pair (paper 000 §4.2). The bucket is the first component (the rows), so a block of a query's
+//! dyadic cover is located once and its row — whole words in sequence — is the mask over the key
+//! columns that every key of the batch tests its `k2` columns in. A key is hashed once for all levels (its columns at each level are reductions of that
+//! hash). "Which of these 1,000 source addresses appeared in [s, e]?" costs one mask per block
+//! and `k2` column positions per key and level, where PBF-2 answers key by key with a bucket hash
+//! and up to `k` probes per block.
+//!
+//! Rows are direct-mapped, one per bucket (`bucket mod rows`: the row function of the paper's
+//! Appendix C, `k1 = 1`), not hashed. All of a bucket's keys share its row, so with hashed rows a
+//! block whose rows are also another bucket's lets every key of that bucket pass: on 2,000 keys
+//! at 5 ticks each over 4,096 ticks, at 2·10^6 bits, hashed rows (`k1` = 1 to 3) gave 42–56%
+//! false positives for keys seen at other times, against PBF-2's 0.6%. Direct-mapped rows share
+//! nothing while a level has a word per bucket, which makes each level one small Bloom filter per
+//! bucket (the vBF of Appendix C) rather than PBF-2's one filter of pairs.
 
 use super::batch::mask_has_all;
 use super::filter::MatrixBloom;
 use super::shape::{MatrixLayout, MatrixShape};
 use crate::error::{Error, Result};
-use crate::hash::Key;
+use crate::hash::{Key, KeyHash};
 use crate::temporal::{dyadic_cover, Block, Pbf2, Tick, TimeRange};
 use serde::{Deserialize, Serialize};
 
@@ -24,7 +31,7 @@ use serde::{Deserialize, Serialize};
 /// ```
 /// use chronobloom_core::matrix::MatrixPbf;
 /// use chronobloom_core::temporal::TimeRange;
-/// let mut f = MatrixPbf::uniform(1_024, 2_000_000, 2_048, (2, 4), 7).unwrap();
+/// let mut f = MatrixPbf::uniform(1_024, 2_000_000, 7, 7).unwrap();
 /// f.insert(&"10.0.0.1", 100).unwrap();
 /// f.insert(&"10.0.0.3", 900).unwrap();
 /// let seen = f.query_keys(&["10.0.0.1", "10.0.0.2", "10.0.0.3"], TimeRange::new(0, 500).unwrap());
@@ -37,8 +44,8 @@ pub struct MatrixPbf {
     levels: Vec<MatrixBloom>,
 }
 
-/// The serialized form, checked: PBF-2's level count for the horizon, and one seed, one key side
-/// (columns and hashes) for every level.
+/// The serialized form, checked: PBF-2's level count for the horizon, and one seed, one pair of
+/// hash counts and one class for every level.
 #[derive(Deserialize)]
 struct MatrixPbfFields {
     horizon: Tick,
@@ -61,7 +68,7 @@ impl TryFrom<MatrixPbfFields> for MatrixPbf {
             for level in &f.levels {
                 let t = level.shape();
                 for (what, left, right) in [
-                    ("key columns", s.cols, t.cols),
+                    ("bucket hashes", s.row_hashes.into(), t.row_hashes.into()),
                     ("key hashes", s.col_hashes.into(), t.col_hashes.into()),
                     ("classes", 1, t.classes),
                     ("seed", seed, level.seed()),
@@ -81,37 +88,21 @@ impl TryFrom<MatrixPbfFields> for MatrixPbf {
 
 impl MatrixPbf {
     /// A matrix PBF over ticks `0..horizon` (PBF-2's ⌈log2 T⌉ + 1 levels) with `total_bits`
-    /// spread evenly over the levels: each level has `key_cols` key columns and as many bucket
-    /// rows as its share of the bits allows, but no more than `⌈buckets · k1 / ln 2⌉` (a level
-    /// with few buckets cannot use more rows). `bucket_hashes` is `k1`, `key_hashes` is `k2`.
+    /// spread evenly over the levels and `key_hashes` (`k2`) column hashes per key.
     ///
-    /// Every key of a bucket sets `k2` columns of the same `k1` rows, so a level whose buckets
-    /// hold many keys needs enough key columns: about `keys per bucket · k2 / ln 2` keeps a
-    /// single bucket's rows half full.
-    pub fn uniform(
-        horizon: Tick,
-        total_bits: u64,
-        key_cols: u64,
-        (bucket_hashes, key_hashes): (u32, u32),
-        seed: u64,
-    ) -> Result<Self> {
+    /// Level ℓ has one row per bucket (`⌈T / 2^ℓ⌉` rows) when its share of the bits allows a
+    /// word per row, and as many rows as whole words fit otherwise (bucket `b` then shares row
+    /// `b mod rows` with buckets `rows` apart); its columns take the rest of its share.
+    pub fn uniform(horizon: Tick, total_bits: u64, key_hashes: u32, seed: u64) -> Result<Self> {
         let levels = Pbf2::levels_for(horizon)?;
         let per_level = total_bits / u64::from(levels);
-        let stride = key_cols.div_ceil(64).saturating_mul(64).max(64);
         let levels = (0..levels)
             .map(|level| {
-                let buckets = (horizon - 1) >> level;
-                let useful = ((buckets + 1) as f64 * f64::from(bucket_hashes)
-                    / std::f64::consts::LN_2)
-                    .ceil() as u64;
-                let rows = (per_level / stride).clamp(1, useful.max(1));
-                let shape = MatrixShape::new(
-                    rows,
-                    key_cols,
-                    1,
-                    (bucket_hashes, key_hashes),
-                    MatrixLayout::MinimumStorage,
-                )?;
+                let buckets = ((horizon - 1) >> level) + 1;
+                let rows = buckets.min((per_level / 64).max(1));
+                let cols = (per_level / rows / 64).max(1) * 64;
+                let shape =
+                    MatrixShape::new(rows, cols, 1, (1, key_hashes), MatrixLayout::MinimumStorage)?;
                 MatrixBloom::new(shape, seed)
             })
             .collect::<Result<_>>()?;
@@ -146,12 +137,12 @@ impl MatrixPbf {
                 horizon: self.horizon,
             });
         }
-        let Some(first) = self.levels.first() else {
+        let Some(hash) = self.key_hash(key) else {
             return Ok(());
         };
-        let cols = first.geometry.cols_of(key);
         for (level, m) in self.levels.iter_mut().enumerate() {
-            let rows = m.geometry.rows_of(&(tick >> level));
+            let rows = m.geometry.row_at(tick >> level);
+            let cols = m.geometry.cols_of_hash(hash);
             m.insert_probes(&rows, &cols);
         }
         Ok(())
@@ -160,48 +151,55 @@ impl MatrixPbf {
     /// "Did `key` appear in `range`?" One key, block by block: the reference the batch query is
     /// tested against. The part of `range` past the horizon holds nothing.
     pub fn query<K: Key + ?Sized>(&self, key: &K, range: TimeRange) -> bool {
-        let Some(first) = self.levels.first() else {
+        let Some(hash) = self.key_hash(key) else {
             return false;
         };
-        let cols = first.geometry.cols_of(key);
         self.cover(range).any(|b| {
             self.level(b.level).is_some_and(|m| {
-                let rows = m.geometry.rows_of(&b.bucket);
-                m.contains_probes(&rows, &cols)
+                let rows = m.geometry.row_at(b.bucket);
+                m.contains_probes(&rows, &m.geometry.cols_of_hash(hash))
             })
         })
     }
 
     /// "Which of `keys` appeared in `range`?", in the order of `keys`: each block of the range's
-    /// cover is hashed once (and its rows ANDed into a mask when the batch pays for it), each key
-    /// once. The same answers as [`Self::query`] key by key.
+    /// cover is located once (its row copied out as a mask when the batch pays for it), each key
+    /// hashed once. The same answers as [`Self::query`] key by key.
     pub fn query_keys<K: Key>(&self, keys: &[K], range: TimeRange) -> Vec<bool> {
-        let Some(first) = self.levels.first() else {
-            return vec![false; keys.len()];
-        };
-        let blocks: Vec<BlockTest> = self
+        let blocks: Vec<(&MatrixBloom, BlockTest)> = self
             .cover(range)
             .filter_map(|b| {
                 let m = self.level(b.level)?;
-                let rows = m.geometry.rows_of(&b.bucket);
+                let rows = m.geometry.row_at(b.bucket);
                 Some(if m.row_mask_pays(keys.len()) {
                     let mut mask = Vec::new();
                     m.row_mask(&rows, &mut mask);
-                    BlockTest::Mask(mask)
+                    (m, BlockTest::Mask(mask))
                 } else {
-                    BlockTest::Rows(m, rows)
+                    (m, BlockTest::Rows(rows))
                 })
             })
             .collect();
         keys.iter()
             .map(|k| {
-                let cols = first.geometry.cols_of(k);
-                blocks.iter().any(|t| match t {
-                    BlockTest::Mask(mask) => mask_has_all(mask, cols.cols()),
-                    BlockTest::Rows(m, rows) => m.contains_probes(rows, &cols),
+                let Some(hash) = self.key_hash(k) else {
+                    return false;
+                };
+                blocks.iter().any(|(m, test)| {
+                    let cols = m.geometry.cols_of_hash(hash);
+                    match test {
+                        BlockTest::Mask(mask) => mask_has_all(mask, cols.cols()),
+                        BlockTest::Rows(rows) => m.contains_probes(rows, &cols),
+                    }
                 })
             })
             .collect()
+    }
+
+    /// The key's hash, shared by every level (one seed); `None` without levels.
+    fn key_hash<K: Key + ?Sized>(&self, key: &K) -> Option<KeyHash> {
+        let first = self.levels.first()?;
+        Some(KeyHash::of(key, first.geometry.col_seed))
     }
 
     /// The dyadic cover of `range` cut at the horizon (empty when it starts past it).
@@ -215,7 +213,7 @@ impl MatrixPbf {
 }
 
 /// How one block of a batch query is tested: by its rows' AND, or by its rows directly.
-enum BlockTest<'a> {
+enum BlockTest {
     Mask(Vec<u64>),
-    Rows(&'a MatrixBloom, super::probe::RowProbe),
+    Rows(super::probe::RowProbe),
 }
