@@ -153,15 +153,7 @@ impl MatrixBloom {
 
     /// "Was `(a, b)` inserted?" (Algorithm 2). False is certain; true may be a false positive.
     pub fn contains<A: Key + ?Sized, B: Key + ?Sized>(&self, a: &A, b: &B) -> bool {
-        self.contains_probes(&self.geometry.rows_of(a), &self.geometry.cols_of(b))
-    }
-
-    /// Tests the tuple whose rows and columns are given (probes of this matrix).
-    #[inline]
-    pub(crate) fn contains_probes(&self, rows: &RowProbe, cols: &ColProbe) -> bool {
-        rows.offsets()
-            .iter()
-            .all(|&r| cols.cols().iter().all(|&c| self.bits.test(r + c)))
+        self.has_cols(&self.geometry.rows_of(a), self.geometry.col_indices(b))
     }
 
     /// ORs `other` into `self`. Refuses a matrix of another shape, layout or seed

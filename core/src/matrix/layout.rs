@@ -60,11 +60,17 @@ impl TupleStats {
         }
     }
 
+    /// Whether second components (nearly, ≥ 90% of the tuples) never repeat: Case A or B of
+    /// §IV-C, where Theorems 1 and 3 hold.
+    pub fn second_unique(&self) -> bool {
+        self.second.saturating_mul(10) >= self.tuples.saturating_mul(9)
+    }
+
     /// The number of classes `j` of the minimum-storage j-matrix: `round(n / n_a)` when second
-    /// components (nearly, ≥ 90%) never repeat — each first component then combines with about
-    /// `j` of them, Case B — and 1 otherwise (Case A, or no structure to exploit).
+    /// components never repeat ([`Self::second_unique`]) — each first component then combines
+    /// with about `j` of them, Case B — and 1 otherwise (Case A, or no structure to exploit).
     pub fn classes(&self) -> u64 {
-        if self.second.saturating_mul(10) >= self.tuples.saturating_mul(9) {
+        if self.second_unique() {
             (self.tuples as f64 / self.first.max(1) as f64)
                 .round()
                 .max(1.0) as u64
@@ -92,9 +98,8 @@ impl TupleStats {
     /// assert_eq!(one_to_one.shape_for(0.01).unwrap().layout, MatrixLayout::MinimumStorage);
     /// ```
     pub fn shape_for(&self, fpr: f64) -> Result<MatrixShape> {
-        let classes = self.classes();
-        if self.second.saturating_mul(10) >= self.tuples.saturating_mul(9) {
-            return MatrixShape::min_storage(self.tuples, classes, fpr);
+        if self.second_unique() {
+            return MatrixShape::min_storage(self.tuples, self.classes(), fpr);
         }
         let square = MatrixShape::for_fpr(self.tuples, fpr)?;
         let max = MatrixShape::max_adaptive(self.first, self.second, fpr)?;

@@ -2,7 +2,7 @@
 //! ([`RowProbe`]) and the `k2` columns of a second ([`ColProbe`]).
 
 use super::shape::{MatrixShape, MAX_SIDE_HASHES};
-use crate::hash::{mix64, FastMod, Key, KeyHash};
+use crate::hash::{mix64, FastMod, Key, KeyHash, Probes};
 
 const SIDES: usize = MAX_SIDE_HASHES as usize;
 
@@ -87,16 +87,43 @@ impl Geometry {
         self.cols_of_hash(KeyHash::of(b, self.col_seed))
     }
 
+    /// The row indices (not offsets) of the first component `a`, as an iterator: for the
+    /// varying side of a batch, where building a [`RowProbe`] would copy its array per tuple.
+    #[inline]
+    pub(crate) fn row_indices<A: Key + ?Sized>(&self, a: &A) -> Probes {
+        KeyHash::of(a, self.row_seed).probes(self.row_hashes, self.rows)
+    }
+
+    /// The columns of the second component `b`, as an iterator ([`Self::cols_of_hash`]).
+    #[inline]
+    pub(crate) fn col_indices<B: Key + ?Sized>(&self, b: &B) -> impl Iterator<Item = u64> {
+        self.col_indices_of_hash(KeyHash::of(b, self.col_seed))
+    }
+
+    /// [`Self::cols_of_hash`] as an iterator.
+    #[inline]
+    pub(crate) fn col_indices_of_hash(&self, hash: KeyHash) -> impl Iterator<Item = u64> {
+        let base = self.class_base(hash);
+        hash.probes(self.col_hashes, self.class_cols)
+            .map(move |c| base + c)
+    }
+
+    /// The first column of the hash's class.
+    #[inline]
+    fn class_base(&self, hash: KeyHash) -> u64 {
+        if self.classes.divisor() == 1 {
+            0
+        } else {
+            self.classes.reduce(mix64(hash.lo ^ hash.hi)) * self.class_cols.divisor()
+        }
+    }
+
     /// The columns of a second component hashed with the column seed: its class
     /// `mix64(lo ⊕ hi) mod j` picks a block of `m2 / j` columns and the `k2` probe positions
     /// reduced by `m2 / j` pick columns inside it.
     #[inline]
     pub(crate) fn cols_of_hash(&self, hash: KeyHash) -> ColProbe {
-        let base = if self.classes.divisor() == 1 {
-            0
-        } else {
-            self.classes.reduce(mix64(hash.lo ^ hash.hi)) * self.class_cols.divisor()
-        };
+        let base = self.class_base(hash);
         let mut out = ColProbe {
             cols: [0; SIDES],
             len: self.col_hashes as u8,

@@ -244,6 +244,54 @@ impl MatrixShape {
         Self::new(rows, cols, classes, (k1, k2), MatrixLayout::MinimumStorage)
     }
 
+    /// A minimum-storage shape of about `bits` bits for `items` tuples (for comparisons at equal
+    /// bits): the `(k1, k2)` minimising Theorem 1's rate, and `classes` squares of side about
+    /// `√(bits / j)` whose stored bits (rows padded to whole words) stay within `bits` (for
+    /// `j = 1`, whole-word rows and as many rows as fit).
+    pub fn min_storage_bits(bits: u64, items: u64, classes: u64) -> Result<Self> {
+        check_target(items, 0.5)?;
+        if classes == 0 || bits < classes {
+            return Err(Error::invalid(
+                "bits",
+                format!("{bits} bits cannot hold {classes} classes"),
+            ));
+        }
+        let (k1, k2) = balanced_pair(|k| theorem1(bits as f64, k, items as f64));
+        let mut side = ((bits / classes) as f64).sqrt().floor().max(1.0) as u64;
+        let (rows, cols) = if classes == 1 {
+            let cols = (side / 64).max(1) * 64;
+            ((bits / cols).max(1), cols)
+        } else {
+            // Rows are padded to whole words: shrink the squares until the padding fits too.
+            while side > 1 && side * (side * classes).div_ceil(64) * 64 > bits {
+                side -= 1;
+            }
+            (side, side * classes)
+        };
+        Self::new(rows, cols, classes, (k1, k2), MatrixLayout::MinimumStorage)
+    }
+
+    /// A maximum-adaptive shape of about `bits` bits for `first` and `second` distinct
+    /// components (for comparisons at equal bits): `m1 / m2 = n_a / n_b`, so both sides hold the
+    /// same bits per component, and `k_i = round((m_i / n_i) ln 2)` (1 to 16).
+    pub fn max_adaptive_bits(first: u64, second: u64, bits: u64) -> Result<Self> {
+        check_target(first.min(second), 0.5)?;
+        // Whole-word rows when a row has a word or more, so the padding stays within `bits`.
+        let m2 = (bits as f64 * second as f64 / first as f64).sqrt();
+        let m2 = if m2 >= 64.0 {
+            (m2 / 64.0).round() as u64 * 64
+        } else {
+            (m2.round() as u64).max(1)
+        };
+        let m1 = (bits / (m2.div_ceil(64) * 64)).max(1);
+        let k = |m: u64, n: u64| {
+            (m as f64 / n as f64 * LN_2)
+                .round()
+                .clamp(1.0, f64::from(MAX_SIDE_HASHES)) as u32
+        };
+        Self::max_adaptive_with(first, second, (k(m1, first), k(m2, second)), (m1, m2))
+    }
+
     /// §IV-B's maximum-adaptive shape for `first` distinct first components and `second` distinct
     /// second components at false positive rate `fpr` for new components: each side is a
     /// standard filter at `√fpr` (the two sides "both expected to hold the lowest possible false
@@ -298,20 +346,27 @@ fn check_target(items: u64, fpr: f64) -> Result<()> {
 }
 
 /// Theorem 2 over integer pairs: the `(k1, k2, bits)` meeting `fpr` for `items` tuples with the
-/// fewest bits, the most balanced pair among those within 1% of the fewest.
+/// fewest bits.
 fn optimal_pair(items: f64, fpr: f64) -> (u32, u32, f64) {
     let bits_for = |k: u32| {
         let k = f64::from(k);
         -k * items / (1.0 - fpr.powf(1.0 / k)).ln()
     };
-    let pairs = (1..=MAX_SIDE_HASHES).flat_map(|a| (a..=MAX_SIDE_HASHES).map(move |b| (a, b)));
-    let fewest = pairs
-        .clone()
-        .map(|(a, b)| bits_for(a * b))
-        .fold(f64::INFINITY, f64::min);
-    let (k1, k2) = pairs
-        .filter(|&(a, b)| bits_for(a * b) <= fewest * 1.01)
-        .max_by_key(|&(a, b)| (a, std::cmp::Reverse(b)))
-        .unwrap_or((1, 1));
+    let (k1, k2) = balanced_pair(bits_for);
     (k1, k2, bits_for(k1 * k2).ceil())
+}
+
+/// The pair `k1 <= k2` (each at most 16) whose product has the least `cost`, the most balanced
+/// among those within 1% of the least (a balanced pair hashes the varying side of a batch fewer
+/// times).
+fn balanced_pair(cost: impl Fn(u32) -> f64) -> (u32, u32) {
+    let pairs = (1..=MAX_SIDE_HASHES).flat_map(|a| (a..=MAX_SIDE_HASHES).map(move |b| (a, b)));
+    let least = pairs
+        .clone()
+        .map(|(a, b)| cost(a * b))
+        .fold(f64::INFINITY, f64::min);
+    pairs
+        .filter(|&(a, b)| cost(a * b) <= least * 1.01)
+        .max_by_key(|&(a, b)| (a, std::cmp::Reverse(b)))
+        .unwrap_or((1, 1))
 }

@@ -157,7 +157,7 @@ impl MatrixPbf {
         self.cover(range).any(|b| {
             self.level(b.level).is_some_and(|m| {
                 let rows = m.geometry.row_at(b.bucket);
-                m.contains_probes(&rows, &m.geometry.cols_of_hash(hash))
+                m.has_cols(&rows, m.geometry.col_indices_of_hash(hash))
             })
         })
     }
@@ -186,10 +186,10 @@ impl MatrixPbf {
                     return false;
                 };
                 blocks.iter().any(|(m, test)| {
-                    let cols = m.geometry.cols_of_hash(hash);
+                    let cols = m.geometry.col_indices_of_hash(hash);
                     match test {
-                        BlockTest::Mask(mask) => mask_has_all(mask, cols.cols()),
-                        BlockTest::Rows(rows) => m.contains_probes(rows, &cols),
+                        BlockTest::Mask(mask) => mask_has_all(mask, cols),
+                        BlockTest::Rows(rows) => m.has_cols(rows, cols),
                     }
                 })
             })

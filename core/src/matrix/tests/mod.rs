@@ -226,3 +226,25 @@ fn theorem2_matches_the_standard_filter() {
         assert!(s.row_hashes <= s.col_hashes && s.row_hashes > 1 || s.hashes() < 4);
     }
 }
+
+#[test]
+fn equal_bit_shapes_stay_within_the_budget() {
+    for (bits, items, classes) in [(1_000_000u64, 100_000u64, 1u64), (1_000_000, 100_000, 10)] {
+        let s = MatrixShape::min_storage_bits(bits, items, classes).expect("valid");
+        assert!(s.stored_bits() <= bits, "{s:?}");
+        assert!(s.stored_bits() >= bits * 97 / 100, "{s:?}");
+        let optimum = bits as f64 / items as f64 * std::f64::consts::LN_2;
+        assert!((f64::from(s.hashes()) - optimum).abs() <= 1.5, "{s:?}");
+    }
+    let s = MatrixShape::max_adaptive_bits(1_000, 200, 2_000_000).expect("valid");
+    assert!(
+        s.stored_bits() <= 2_000_000 && s.stored_bits() >= 1_950_000,
+        "{s:?}"
+    );
+    let per_component = (s.rows as f64 / 1_000.0, s.cols as f64 / 200.0);
+    assert!(
+        (per_component.0 / per_component.1 - 1.0).abs() < 0.05,
+        "{s:?}"
+    );
+    assert_eq!(s.layout, MatrixLayout::MaximumAdaptive);
+}
