@@ -7,7 +7,8 @@
 //! bits and `k = k1 · k2`, so Theorem 1 gives both the same rate. The Bloom filter hashes each
 //! tuple `(a, b)` whole (its canonical 16 bytes), as any single-key filter must.
 //!
-//! Measured per tuple (`Throughput::Elements(batch)`; a rotation of 64 prepared batches):
+//! Measured per tuple (`Throughput::Elements(batch)`; a rotation of prepared batches holding at
+//! least 2^16 tuples, so that small batches run with cold caches as large ones do):
 //!
 //! * `key_fixed/{bloom,matrix}/B`: one key with `B` values — its values `j = 0 .. B` (the first
 //!   100 inserted, the rest absent);
@@ -32,7 +33,13 @@ const KEYS: u64 = 10_000;
 const VALUES_PER_KEY: u64 = 100;
 const VALUES: u64 = 10_000;
 const BATCHES: [usize; 6] = [1, 4, 16, 64, 256, 1_000];
-const ROTATION: u64 = 64;
+/// Prepared batches hold at least this many tuples in all (at least 64 batches), so that a small
+/// batch does not find its tuples' lines still cached from the previous round.
+const ROTATION_TUPLES: u64 = 1 << 16;
+
+fn rotation(batch: u64) -> u64 {
+    (ROTATION_TUPLES / batch).max(64)
+}
 
 fn value(a: u64, j: u64) -> u64 {
     mix64(a * 1_000 + j) % VALUES
@@ -67,13 +74,13 @@ fn one_side(c: &mut Criterion) {
     let (bloom, matrix) = filters();
     for &batch in &BATCHES {
         let b = batch as u64;
-        let key_batches: Vec<(u64, Vec<u64>)> = (0..ROTATION)
+        let key_batches: Vec<(u64, Vec<u64>)> = (0..rotation(b))
             .map(|r| {
                 let a = mix64(r) % KEYS;
                 (a, (0..b).map(|j| value(a, j)).collect())
             })
             .collect();
-        let value_batches: Vec<(Vec<u64>, u64)> = (0..ROTATION)
+        let value_batches: Vec<(Vec<u64>, u64)> = (0..rotation(b))
             .map(|r| {
                 let keys = (0..b).map(|i| mix64(r * 10_007 + i) % KEYS).collect();
                 (keys, mix64(r ^ 0xabc) % VALUES)
@@ -122,7 +129,7 @@ fn one_side(c: &mut Criterion) {
 fn cross(c: &mut Criterion) {
     let (bloom, matrix) = filters();
     for side in [4u64, 8, 16, 32] {
-        let sets: Vec<(Vec<u64>, Vec<u64>)> = (0..ROTATION)
+        let sets: Vec<(Vec<u64>, Vec<u64>)> = (0..rotation(side * side))
             .map(|r| {
                 let keys: Vec<u64> = (0..side).map(|i| mix64(r * 31 + i) % KEYS).collect();
                 let values = (0..side).map(|j| value(keys[0], j)).collect();
@@ -165,7 +172,7 @@ fn temporal(c: &mut Criterion) {
         }
     }
     for batch in [16u64, 256, 1_000] {
-        let queries: Vec<(Vec<u64>, TimeRange)> = (0..ROTATION)
+        let queries: Vec<(Vec<u64>, TimeRange)> = (0..rotation(batch))
             .map(|r| {
                 let start = mix64(r) % (horizon - 256);
                 let batch = (0..batch)

@@ -93,7 +93,7 @@ impl TupleStats {
     /// ```
     /// use chronobloom_core::matrix::{MatrixLayout, TupleStats};
     /// let dense = TupleStats::new(50_000, 1_000, 50).unwrap();
-    /// assert_eq!(dense.shape_for(0.01).unwrap().layout, MatrixLayout::MaximumAdaptive);
+    /// assert_eq!(dense.shape_for(0.001).unwrap().layout, MatrixLayout::MaximumAdaptive);
     /// let one_to_one = TupleStats::new(50_000, 50_000, 50_000).unwrap();
     /// assert_eq!(one_to_one.shape_for(0.01).unwrap().layout, MatrixLayout::MinimumStorage);
     /// ```
