@@ -15,6 +15,7 @@
 //! traits ([`LocalIndex`], [`TemporalIndex`], [`Dedup`]) adapt to that one code path. Configuration errors are returned by
 //! [`IndexConfigBuilder::build`] before a dataflow starts; bad records are counted, never panic.
 
+pub mod batch_query;
 pub mod config;
 pub mod delta;
 pub mod digest;
@@ -27,6 +28,7 @@ pub mod stats;
 pub mod temporal;
 pub mod timed;
 
+pub use batch_query::{KeyBatch, KeyBatchAnswer, MergeKeyBatches};
 pub use config::{AllocationLag, IndexConfig, IndexConfigBuilder, Placement};
 pub use error::{Error, Result};
 pub use index::{LocalIndex, TimedLocalIndex};
