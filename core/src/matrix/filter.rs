@@ -66,6 +66,20 @@ impl TryFrom<MatrixFields<MatrixShape, Bits>> for MatrixBloom {
                 right: m.bits.len(),
             });
         }
+        // Bits between a row's last column and its last word's end are never set by inserts;
+        // set ones would count as occupied columns.
+        let (words, tail) = ((m.geometry.stride / 64) as usize, m.shape.cols % 64);
+        if tail != 0
+            && f.bits
+                .words()
+                .chunks_exact(words)
+                .any(|row| row.last().is_some_and(|w| w >> tail != 0))
+        {
+            return Err(Error::invalid(
+                "bits",
+                "bits are set past a row's last column",
+            ));
+        }
         m.bits = f.bits;
         Ok(m)
     }

@@ -191,6 +191,17 @@ fn serde_round_trips_and_checks_the_bits() {
     assert!(serde_json::from_value::<MatrixBloom>(v.clone()).is_err());
     v["shape"]["rows"] = serde_json::json!(m.shape().rows);
     v["shape"]["classes"] = serde_json::json!(m.shape().cols + 1);
+    assert!(serde_json::from_value::<MatrixBloom>(v.clone()).is_err());
+    // A bit in a row's padding (past its last column) is refused.
+    v["shape"]["classes"] = serde_json::json!(m.shape().classes);
+    assert!(serde_json::from_value::<MatrixBloom>(v.clone()).is_ok());
+    let s = m.shape();
+    assert_ne!(s.cols % 64, 0, "the test needs a padded row");
+    let words = s.cols.div_ceil(64);
+    let last = v["bits"]["words"][(words - 1) as usize]
+        .as_u64()
+        .expect("word");
+    v["bits"]["words"][(words - 1) as usize] = serde_json::json!(last | 1u64 << 63);
     assert!(serde_json::from_value::<MatrixBloom>(v).is_err());
 }
 
