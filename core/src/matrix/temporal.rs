@@ -4,10 +4,10 @@
 //! Level ℓ holds the tuple (bucket ⌊t / 2^ℓ⌋, key) for every record (key, t), as PBF-2 holds the
 //! pair (paper 000 §4.2). The bucket is the first component (the rows), so a block of a query's
 //! dyadic cover is located once and its row — whole words in sequence — is the mask over the key
-//! columns that every key of the batch tests its `k2` columns in. A key is hashed once for all levels (its columns at each level are reductions of that
-//! hash). "Which of these 1,000 source addresses appeared in [s, e]?" costs one mask per block
-//! and `k2` column positions per key and level, where PBF-2 answers key by key with a bucket hash
-//! and up to `k` probes per block.
+//! columns that every key of the batch tests its `k2` columns in. A key is hashed once for all
+//! levels (its columns at each level are reductions of that hash). "Which of these 1,000 source
+//! addresses appeared in [s, e]?" costs one mask per block and `k2` column positions per key and
+//! level, where PBF-2 answers key by key with a bucket hash and up to `k` probes per block.
 //!
 //! Rows are direct-mapped, one per bucket (`bucket mod rows`: the row function of the paper's
 //! Appendix C, `k1 = 1`), not hashed. All of a bucket's keys share its row, so with hashed rows a
@@ -68,7 +68,11 @@ impl TryFrom<MatrixPbfFields> for MatrixPbf {
             for level in &f.levels {
                 let t = level.shape();
                 for (what, left, right) in [
-                    ("bucket hashes", s.row_hashes.into(), t.row_hashes.into()),
+                    (
+                        "bucket hashes (rows are direct-mapped)",
+                        1,
+                        t.row_hashes.into(),
+                    ),
                     ("key hashes", s.col_hashes.into(), t.col_hashes.into()),
                     ("classes", 1, t.classes),
                     ("seed", seed, level.seed()),
@@ -119,8 +123,14 @@ impl MatrixPbf {
         self.levels.len() as u32
     }
 
-    /// Level ℓ's matrix of (bucket, key).
-    pub fn level(&self, level: u32) -> Option<&MatrixBloom> {
+    /// Level ℓ's shape: one row per bucket (or bucket modulo the rows), the key columns.
+    pub fn level_shape(&self, level: u32) -> Option<MatrixShape> {
+        self.level(level).map(MatrixBloom::shape)
+    }
+
+    /// Level ℓ's matrix. Not public: its rows are direct-mapped, which
+    /// [`MatrixBloom::contains`] (hashed rows) does not know.
+    pub(crate) fn level(&self, level: u32) -> Option<&MatrixBloom> {
         self.levels.get(level as usize)
     }
 
