@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release --example dedup_bench -- --mode by-key|local --workers N \
 //!     [--rate 50000] [--ticks 120] [--window 60] [--epoch-len 1] [--fpr 0.01] [--universe N] \
-//!     [--lag 4] [--baseline pipeline|exchange]
+//!     [--lag 4] [--baseline pipeline|exchange] [--exact-edge] [--slack TICKS]
 //! ```
 //!
 //! Each worker draws `--rate` keys (`u64`, uniform over `--universe`) per tick, on the clock, into
@@ -68,6 +68,13 @@ struct Args {
     /// Epochs the input may run ahead of the output.
     #[arg(long, default_value_t = 4)]
     lag: u64,
+    /// Use the exact-edge tick filters (sized for `rate × workers × window` keys) instead of
+    /// the compact state (sized from the stream).
+    #[arg(long)]
+    exact_edge: bool,
+    /// Slack of the compact state, in ticks (default window / 16).
+    #[arg(long)]
+    slack: Option<u64>,
     /// Measure a trivial dataflow instead of the dedup operator.
     #[arg(long, value_enum)]
     baseline: Option<Baseline>,
@@ -100,15 +107,20 @@ fn main() -> ExitCode {
         Mode::Local => DedupMode::Local,
     };
     let expected = args.rate * args.workers as u64 * args.window;
-    let cfg = match DedupConfig::builder()
+    let mut builder = DedupConfig::builder()
         .window(args.window)
         .epoch_len(args.epoch_len)
         .fpr(args.fpr)
-        .expected_items_per_window(expected)
+        .exact_edge(args.exact_edge)
         .mode(mode)
-        .seed(1)
-        .build()
-    {
+        .seed(1);
+    if args.exact_edge {
+        builder = builder.expected_items_per_window(expected);
+    }
+    if let Some(slack) = args.slack {
+        builder = builder.slack(slack);
+    }
+    let cfg = match builder.build() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");
@@ -210,7 +222,7 @@ fn main() -> ExitCode {
     let records = args.rate * args.ticks * args.workers as u64;
     let epochs = (args.ticks.div_ceil(args.epoch_len)).max(1);
     println!(
-        "{{\"mode\":\"{:?}\",\"baseline\":\"{:?}\",\"workers\":{},\"window\":{},\"epoch_len\":{},\"fpr\":{},\"records\":{},\"passed\":{},\"seconds\":{:.3},\"records_per_sec_per_worker\":{:.0},\"bytes_sent\":{},\"bytes_received\":{},\"raw_shuffle_bytes\":{},\"bytes_sent_per_epoch\":{},\"raw_shuffle_bytes_per_epoch\":{},\"peak_state_bytes\":{}}}",
+        "{{\"mode\":\"{:?}\",\"baseline\":\"{:?}\",\"workers\":{},\"window\":{},\"epoch_len\":{},\"fpr\":{},\"records\":{},\"passed\":{},\"seconds\":{:.3},\"records_per_sec_per_worker\":{:.0},\"bytes_sent\":{},\"bytes_received\":{},\"raw_shuffle_bytes\":{},\"bytes_sent_per_epoch\":{},\"raw_shuffle_bytes_per_epoch\":{},\"peak_state_bytes\":{},\"exact_edge\":{}}}",
         args.mode,
         args.baseline,
         args.workers,
@@ -227,6 +239,7 @@ fn main() -> ExitCode {
         t.bytes_sent / epochs,
         t.raw_shuffle_bytes / epochs,
         t.peak_bits / 8,
+        args.exact_edge,
     );
     ExitCode::SUCCESS
 }

@@ -171,6 +171,7 @@ mod dedup_collection {
             .window(W)
             .epoch_len(10)
             .expected_items_per_window(1_000)
+            .exact_edge(true)
             .fpr(1e-6)
             .shards(8)
             .seed(3)
@@ -195,7 +196,7 @@ mod dedup_collection {
             ((4, 0), 12, -1), // reported, not applied
             ((4, 1), 15, 1),  // still seen at tick 10: dropped
             ((5, 0), 20, 1),  // passes
-            ((5, 1), 40, 1),  // exactly W ticks later: passes
+            ((5, 1), 40, 1),  // exactly W ticks later: passes (the exact edge)
         ];
         let mut s = 9u64;
         for i in 0..300u64 {

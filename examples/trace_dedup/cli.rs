@@ -34,8 +34,17 @@ pub struct Args {
     /// Target false positive rate of the dedup filters (a false positive drops a unique record).
     #[arg(long, default_value_t = 0.01)]
     pub fpr: f64,
-    /// Distinct keys expected in one window, over all workers: sizes the dedup filters (the
-    /// false positive rate holds up to this many).
+    /// Slack of the window's edge: a key last seen `window + slack` or more ago is forgotten,
+    /// one seen `window` to `window + slack` ago may count either way. Default window / 16.
+    #[arg(long, value_parser = parse_duration)]
+    pub slack: Option<Duration>,
+    /// Keep the window's edge exact (slack 0) with tick filters sized once for
+    /// `--expected-keys`, about 10 cells of 8–32 bits a key, instead of the compact state sized
+    /// from the stream (16–21 bits a key).
+    #[arg(long)]
+    pub exact_edge: bool,
+    /// Distinct keys expected in one window, over all workers: sizes the tick filters of
+    /// `--exact-edge` (the false positive rate holds up to this many).
     #[arg(long, default_value_t = 1_000_000)]
     pub expected_keys: u64,
     /// Run the exact baseline instead of the filters: a hash map of key digest → last tick,

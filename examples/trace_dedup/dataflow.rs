@@ -6,7 +6,7 @@
 use crate::source::{Plan, Rec};
 use chronobloom::core::hash::KeyHash;
 use chronobloom::core::temporal::{Tick, TimeRange};
-use chronobloom::operators::dedup_stats::DedupStats;
+use chronobloom::operators::dedup::stats::DedupStats;
 use chronobloom::operators::stats::EpochStats;
 use chronobloom::operators::timely;
 use chronobloom::operators::{DedupConfig, IndexConfig, TimedDedup, TimedTemporalIndex};

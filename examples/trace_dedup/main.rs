@@ -74,9 +74,19 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
             cli::Mode::Bykey => DedupMode::ByKey,
             cli::Mode::Local => DedupMode::Local,
         })
-        .expected_items_per_window(args.expected_keys)
-        .seed(args.seed)
-        .build()?;
+        .exact_edge(args.exact_edge)
+        .seed(args.seed);
+    let dedup = match args.slack {
+        Some(slack) => dedup.slack(ticks(slack, args.unit)),
+        None => dedup,
+    };
+    let dedup = if args.exact_edge {
+        dedup.expected_items_per_window(args.expected_keys)
+    } else {
+        dedup
+    };
+    let dedup = dedup.build()?;
+    let slack = dedup.slack();
     // One PBF-2 partition per hour of trace time (rounded to whole epochs).
     let partition_len =
         (ticks(std::time::Duration::from_secs(3600), args.unit) / epoch).max(1) * epoch;
@@ -134,7 +144,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
             .collect::<Vec<bool>>()
     });
     let verdict = match (&all, &passed) {
-        (Some(all), Some(p)) if args.verify => Some(verify::verify(all, p, window)),
+        (Some(all), Some(p)) if args.verify => Some(verify::verify(all, p, window, slack)),
         _ => None,
     };
     let dedup_bytes = g.dedup.iter().map(|s| s.bytes_sent).sum::<u64>();
@@ -168,8 +178,15 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
         "false_drops": verdict.map(|v| v.false_drops),
         "false_drop_rate": verdict.map(|v| v.false_drop_rate()),
         "exact_unique": verdict.map(|v| v.unique),
+        "slack_records": verdict.map(|v| v.in_slack),
+        "slack_drops": verdict.map(|v| v.slack_drops),
+        "peak_window_keys": verdict.map(|v| v.peak_window_keys),
+        "dedup_bits_per_window_key":
+            verdict.map(|v| dedup_bits as f64 / v.peak_window_keys.max(1) as f64),
         "window": format!("{:?}", args.window),
         "window_ticks": window,
+        "slack_ticks": slack,
+        "exact_edge": args.exact_edge,
         "fpr": args.fpr,
         "mode": match args.mode { cli::Mode::Bykey => "bykey", cli::Mode::Local => "local" },
         "workers": g.workers,
@@ -257,7 +274,7 @@ fn peak_rss_bytes() -> Option<u64> {
 }
 
 /// The largest total over epochs of the bits the workers' dedup filters held.
-fn peak_dedup_bits(stats: &[chronobloom::operators::dedup_stats::DedupStats]) -> u64 {
+fn peak_dedup_bits(stats: &[chronobloom::operators::dedup::stats::DedupStats]) -> u64 {
     let mut per_epoch: BTreeMap<u64, u64> = BTreeMap::new();
     for s in stats {
         *per_epoch.entry(s.epoch).or_default() += s.local_bits + s.view_bits;
@@ -266,27 +283,35 @@ fn peak_dedup_bits(stats: &[chronobloom::operators::dedup_stats::DedupStats]) ->
 }
 
 fn epoch_points(
-    stats: &[chronobloom::operators::dedup_stats::DedupStats],
+    stats: &[chronobloom::operators::dedup::stats::DedupStats],
     epoch: u64,
     unit: std::time::Duration,
 ) -> Vec<plot::EpochPoint> {
-    let mut per: BTreeMap<u64, (u64, u64, u64, f64)> = BTreeMap::new();
+    let mut per: BTreeMap<u64, (u64, u64, u64, u64, f64)> = BTreeMap::new();
     for s in stats {
         let e = per.entry(s.epoch).or_default();
         e.0 += s.records;
         e.1 += s.dropped;
         e.2 += s.local_bits + s.view_bits;
-        e.3 = e.3.max(s.estimated_fpr);
+        e.3 += s.keys;
+        e.4 = e.4.max(s.estimated_fpr);
     }
     let epoch_secs = epoch as f64 * unit.as_secs_f64();
     per.into_iter()
-        .map(|(e, (records, dropped, bits, fpr))| plot::EpochPoint {
-            seconds: e as f64 * epoch_secs,
-            rate: records as f64 / epoch_secs,
-            duplicate_rate: dropped as f64 / records.max(1) as f64,
-            memory_kib: bits as f64 / 8192.0,
-            estimated_fpr: fpr,
-        })
+        .map(
+            |(e, (records, dropped, bits, keys, fpr))| plot::EpochPoint {
+                seconds: e as f64 * epoch_secs,
+                rate: records as f64 / epoch_secs,
+                duplicate_rate: dropped as f64 / records.max(1) as f64,
+                memory_kib: bits as f64 / 8192.0,
+                bits_per_key: if keys > 0 {
+                    bits as f64 / keys as f64
+                } else {
+                    0.0
+                },
+                estimated_fpr: fpr,
+            },
+        )
         .collect()
 }
 
@@ -373,9 +398,15 @@ fn summary(r: &serde_json::Value, show_digest: bool) {
         r["records"], r["unique_out"], r["duplicates_dropped"], r["late_records"], r["bad_records"]
     );
     println!(
-        "  window {} ({} ticks), target fpr {}, mode {}, {} workers",
+        "  window {} ({} ticks, slack {}{}), target fpr {}, mode {}, {} workers",
         r["window"].as_str().unwrap_or(""),
         r["window_ticks"],
+        r["slack_ticks"],
+        if r["exact_edge"].as_bool().unwrap_or(false) {
+            ", exact edge"
+        } else {
+            ""
+        },
         r["fpr"],
         r["mode"].as_str().unwrap_or(""),
         r["workers"]
@@ -387,6 +418,13 @@ fn summary(r: &serde_json::Value, show_digest: bool) {
             r["false_drops"],
             r["false_drop_rate"].as_f64().unwrap_or(0.0),
             r["exact_unique"]
+        );
+        println!(
+            "  verify: {} records in the slack ({} dropped); peak {} keys in a window, {:.1} dedup bits per key",
+            r["slack_records"],
+            r["slack_drops"],
+            r["peak_window_keys"],
+            r["dedup_bits_per_window_key"].as_f64().unwrap_or(0.0)
         );
     }
     println!(

@@ -1,4 +1,5 @@
-//! `--plot`: records per second, duplicate rate, filter memory and estimated FPR per epoch.
+//! `--plot`: records per second, duplicate rate, dedup memory, dedup bits per key held and
+//! estimated FPR per epoch.
 
 use plotters::prelude::*;
 use std::path::Path;
@@ -14,26 +15,29 @@ pub struct EpochPoint {
     pub duplicate_rate: f64,
     /// Bits held by the dedup filters at the epoch's close, in KiB.
     pub memory_kib: f64,
+    /// Those bits per key the compact filters hold live (0 with the exact edge).
+    pub bits_per_key: f64,
     /// Estimated false positive rate from the filters' fill (worst worker).
     pub estimated_fpr: f64,
 }
 
 type Series<'a> = (&'a str, fn(&EpochPoint) -> f64);
 
-/// Writes a four-panel SVG of `points` to `path`.
+/// Writes a five-panel SVG of `points` to `path`.
 pub fn write(
     path: &Path,
     title: &str,
     points: &[EpochPoint],
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let root = SVGBackend::new(path, (1000, 900)).into_drawing_area();
+    let root = SVGBackend::new(path, (1000, 1100)).into_drawing_area();
     root.fill(&WHITE)?;
     let root = root.titled(title, ("sans-serif", 20))?;
-    let panels = root.split_evenly((4, 1));
-    let series: [Series; 4] = [
+    let panels = root.split_evenly((5, 1));
+    let series: [Series; 5] = [
         ("records / s", |p| p.rate),
         ("duplicate rate", |p| p.duplicate_rate),
-        ("filter memory (KiB)", |p| p.memory_kib),
+        ("dedup memory (KiB)", |p| p.memory_kib),
+        ("dedup bits per key held", |p| p.bits_per_key),
         ("estimated FPR", |p| p.estimated_fpr),
     ];
     let x_max = points.last().map_or(1.0, |p| p.seconds.max(1.0));

@@ -15,46 +15,39 @@
 //! traits ([`LocalIndex`], [`TemporalIndex`], [`Dedup`]) adapt to that one code path. Configuration errors are returned by
 //! [`IndexConfigBuilder::build`] before a dataflow starts; bad records are counted, never panic.
 
-pub mod batch_query;
-pub mod config;
-pub mod delta;
-pub mod digest;
+pub mod dedup;
+pub mod differential;
 pub mod error;
-pub mod held;
 pub mod index;
-pub mod query;
-pub mod state;
-pub mod stats;
-pub mod temporal;
+pub mod membership;
+pub mod sketches;
 pub mod timed;
 
-pub use batch_query::{KeyBatch, KeyBatchAnswer, MergeKeyBatches};
-pub use config::{AllocationLag, IndexConfig, IndexConfigBuilder, Placement};
-pub use error::{Error, Result};
-pub use index::{LocalIndex, TimedLocalIndex};
-pub use query::{IndexEvent, MergeQuery, QueryAnswer};
-pub use state::MergedState;
-pub use temporal::{IndexStreams, TemporalIndex, TimedTemporalIndex};
-pub use timed::{AtTicks, Timed};
-/// The Timely Dataflow version these operators are built on.
-pub use timely;
-pub mod dedup;
-pub mod dedup_stats;
-pub mod tick_filter;
-pub mod window_view;
+pub use dedup::stats::DedupStats;
+pub use dedup::view::{ViewDelta, WindowView};
 pub use dedup::{Dedup, DedupConfig, DedupConfigBuilder, DedupMode, DedupStreams, TimedDedup};
-pub use dedup_stats::DedupStats;
-pub use tick_filter::TickFilter;
-pub use window_view::{ViewDelta, WindowView};
-pub mod sketch_ops;
-pub use sketch_ops::{
+pub use differential::{
+    AnsweredQueries, DedupCollection, DedupedCollection, IndexCollection, IndexedCollection,
+    MembershipAnswers, MembershipCollection, QueryCollection, RangeQuery,
+};
+/// The Differential Dataflow version the collection traits are built on.
+pub use differential_dataflow;
+pub use error::{Error, Result};
+pub use index::batch::{KeyBatch, KeyBatchAnswer, MergeKeyBatches};
+pub use index::config::{AllocationLag, IndexConfig, IndexConfigBuilder, Placement};
+pub use index::query::{IndexEvent, MergeQuery, QueryAnswer};
+pub use index::state::MergedState;
+pub use index::temporal::{IndexStreams, TemporalIndex, TimedTemporalIndex};
+pub use index::{config, delta, digest, held, query, state, stats, temporal};
+pub use index::{LocalIndex, TimedLocalIndex};
+pub use membership::{
+    MembershipConfig, MembershipConfigBuilder, MembershipStats, MembershipStreams, SliceShipment,
+    TimedWindowMembership,
+};
+pub use sketches::{
     AllocationReport, AllocationSource, Allocator, AllocatorConfig, AllocatorStreams, Lag,
     PartitionSketch, SketchStats,
 };
-pub mod differential;
-pub use differential::{
-    AnsweredQueries, IndexCollection, IndexedCollection, QueryCollection, RangeQuery,
-};
-pub use differential::{DedupCollection, DedupedCollection};
-/// The Differential Dataflow version the collection traits are built on.
-pub use differential_dataflow;
+pub use timed::{AtTicks, Timed};
+/// The Timely Dataflow version these operators are built on.
+pub use timely;

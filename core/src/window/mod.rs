@@ -41,11 +41,19 @@ pub trait WindowFilter {
 
 mod apbf;
 mod apbf_params;
+mod generations;
 mod scan;
 mod sliding;
+mod tagged;
+mod tick_filter;
 mod time_limited;
 
 pub use apbf::{Apbf, DEFAULT_LEVEL, MAX_TOTAL_BITS};
 pub use apbf_params::{run_probability, ApbfParams, MAX_K, MAX_LEVEL, MAX_SLICES};
+pub use generations::GenerationSlices;
 pub use sliding::{SlidingBloomFilter, SlidingShape, SlidingStats, SlidingWindow};
+pub use tagged::{
+    live_generations, min_slack, Prior, TaggedCuckooFilter, TaggedStats, MAX_LIVE_GENERATIONS,
+};
+pub use tick_filter::{window_start, TickFilter};
 pub use time_limited::{TimeLimitedBloomFilter, GROWTH_CAP, MAX_SLICE_BITS};

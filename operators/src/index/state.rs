@@ -1,10 +1,10 @@
 //! The merged state: every partition's PBF-2 as one worker holds it — all of it when replicated,
 //! the whole levels the worker owns when sharded (level `l` on worker `l mod peers`).
 
-use crate::config::IndexConfig;
-use crate::delta::{shard_words, DeltaWords, EpochRecords, LevelDelta, BLOCK_WORDS};
-use crate::digest::{block_hash, BlockUpdate};
-use crate::stats::{LevelStats, RejectReason};
+use super::config::IndexConfig;
+use super::delta::{shard_words, DeltaWords, EpochRecords, LevelDelta, BLOCK_WORDS};
+use super::digest::{block_hash, BlockUpdate};
+use super::stats::{LevelStats, RejectReason};
 use chronobloom_core::bloom::{blocked_probes, FilterShape, Layout, BLOCK_BITS};
 use chronobloom_core::hash::{BucketMix, FastMod, Key, KeyHash};
 use chronobloom_core::prefetch::prefetch;
@@ -586,7 +586,7 @@ impl PartitionShard {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::delta::DeltaWords;
+    use crate::index::delta::DeltaWords;
     use chronobloom_core::hash::mix64;
 
     /// A small index configuration and the word count of its level 0.

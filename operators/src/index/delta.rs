@@ -1,6 +1,6 @@
 //! Deltas: the words of a level that changed during one epoch, and the shipments carrying them.
 
-use crate::stats::LocalStats;
+use super::stats::LocalStats;
 use chronobloom_core::changed::ChangedWords;
 use chronobloom_core::hash::KeyHash;
 use chronobloom_core::temporal::Allocation;

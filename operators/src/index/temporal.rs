@@ -1,11 +1,11 @@
 //! The whole index in one call: local index, delta exchange, merge and queries, with the output
 //! split into typed streams.
 
-use crate::config::IndexConfig;
-use crate::digest::EpochDigest;
-use crate::index::TimedLocalIndex;
-use crate::query::{IndexEvent, MergeQuery, QueryAnswer};
-use crate::stats::EpochStats;
+use super::config::IndexConfig;
+use super::digest::EpochDigest;
+use super::local::TimedLocalIndex;
+use super::query::{IndexEvent, MergeQuery, QueryAnswer};
+use super::stats::EpochStats;
 use crate::timed::Timed;
 use chronobloom_core::hash::Key;
 use chronobloom_core::temporal::{Allocation, Tick, TimeRange};

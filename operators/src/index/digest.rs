@@ -15,7 +15,7 @@
 //! placement owners send their changed block hashes ([`DigestUpdate`]) and every worker combines
 //! them into the same digest as the replicated placement's.
 
-use crate::delta::BLOCK_WORDS;
+use super::delta::BLOCK_WORDS;
 use chronobloom_core::bloom::Filter;
 use chronobloom_core::temporal::{Allocation, Pbf2};
 use serde::{Deserialize, Serialize};

@@ -1,11 +1,11 @@
 //! The merge-and-query operator: OR-merges shipments into the merged state in epoch order and
 //! answers queries against exactly the epochs they depend on.
 
-use crate::config::{IndexConfig, Placement};
-use crate::delta::Shipment;
-use crate::digest::{DigestTable, DigestUpdate, EpochDigest};
-use crate::state::{walk_steps, MergedState, Step};
-use crate::stats::EpochStats;
+use super::config::{IndexConfig, Placement};
+use super::delta::Shipment;
+use super::digest::{DigestTable, DigestUpdate, EpochDigest};
+use super::state::{walk_steps, MergedState, Step};
+use super::stats::EpochStats;
 use chronobloom_core::hash::{Key, KeyHash};
 use chronobloom_core::temporal::{Allocation, Tick, TimeRange};
 use serde::{Deserialize, Serialize};

@@ -7,7 +7,7 @@
 //! within the window keeps its `k` cells live: **no false negative inside the window**. A key whose
 //! last insertion is `W` or more ticks old is reported seen only when other keys inserted within
 //! the window cover all its cells, with **no tail** past `W`. That is the reason the dedup operator
-//! does not use [`TimeLimitedBloomFilter`](chronobloom_core::window::TimeLimitedBloomFilter): its
+//! does not use [`TimeLimitedBloomFilter`](crate::window::TimeLimitedBloomFilter): its
 //! slices stay live for up to `k` generations past a key's insertion, so a key repeating exactly
 //! `W` ticks later is reported seen most of the time, far above ε.
 //!
@@ -30,11 +30,11 @@
 //! longer fits, the filter rebases to the window's first tick and clears the cells that fell out of
 //! the window: one pass over the cells, at most once every `MAX - W + 1 >= W` ticks of activity.
 
+use crate::bloom::FilterShape;
 use crate::error::{Error, Result};
-use chronobloom_core::bloom::FilterShape;
-use chronobloom_core::hash::mix64;
-use chronobloom_core::prefetch::prefetch;
-use chronobloom_core::temporal::Tick;
+use crate::hash::mix64;
+use crate::prefetch::prefetch;
+use crate::temporal::Tick;
 
 /// Lines sampled to estimate the occupancy of a filter (per shard and epoch).
 const OCCUPANCY_LINES: usize = 4;
@@ -241,7 +241,7 @@ fn blocked_fpr(items: f64, lines: f64, g: &[f64]) -> f64 {
 /// A blocked Bloom filter whose cells hold the latest tick they were set at.
 ///
 /// ```
-/// use chronobloom_operators::TickFilter;
+/// use chronobloom_core::window::TickFilter;
 ///
 /// let shape = TickFilter::shape_for(1_000, 0.01, 60).unwrap();
 /// let mut f = TickFilter::new(shape, 60, 0).unwrap();
@@ -267,17 +267,17 @@ impl TickFilter {
     /// (at most what one 64-bit probe word addresses: 10, 12 or 16 for 8-, 16- or 32-bit cells).
     ///
     /// ```
-    /// use chronobloom_operators::TickFilter;
+    /// use chronobloom_core::window::TickFilter;
     /// let s = TickFilter::shape_for(1_000_000, 0.01, 60).unwrap();
     /// // blocked lines need more cells per key than the standard layout's 9.6
     /// assert!(s.bits > 10_000_000 && s.bits < 14_000_000 && s.bits % 64 == 0);
     /// ```
     pub fn shape_for(items: u64, fpr: f64, window: Tick) -> Result<FilterShape> {
         if items == 0 {
-            return Err(Error::config("items", "must be at least 1"));
+            return Err(Error::invalid("items", "must be at least 1"));
         }
         if !(fpr > 0.0 && fpr < 1.0) {
-            return Err(Error::config("fpr", format!("{fpr} is not in (0, 1)")));
+            return Err(Error::invalid("fpr", format!("{fpr} is not in (0, 1)")));
         }
         let per_line = cells_per_line(window);
         let max_k = 64 / per_line.trailing_zeros();
@@ -295,7 +295,7 @@ impl TickFilter {
                 hi = hi
                     .checked_mul(2)
                     .filter(|&h| h < 1 << 50)
-                    .ok_or_else(|| Error::config("fpr", format!("{fpr} needs too many cells")))?;
+                    .ok_or_else(|| Error::invalid("fpr", format!("{fpr} needs too many cells")))?;
             }
             let mut lo = hi / 2;
             while lo + 1 < hi {
@@ -310,7 +310,7 @@ impl TickFilter {
                 best = Some((hi, k));
             }
         }
-        let (lines, k) = best.ok_or_else(|| Error::config("fpr", "no shape"))?;
+        let (lines, k) = best.ok_or_else(|| Error::invalid("fpr", "no shape"))?;
         Ok(FilterShape {
             bits: lines * per_line,
             hashes: k,
@@ -322,7 +322,7 @@ impl TickFilter {
     /// `start` on.
     pub fn new(shape: FilterShape, window: Tick, start: Tick) -> Result<Self> {
         if !(1..=MAX_WINDOW).contains(&window) {
-            return Err(Error::config(
+            return Err(Error::invalid(
                 "window",
                 format!("{window} is outside 1..=2^31"),
             ));
@@ -330,15 +330,15 @@ impl TickFilter {
         let per_line = cells_per_line(window);
         let max_k = 64 / per_line.trailing_zeros();
         if !(1..=max_k).contains(&shape.hashes) {
-            return Err(Error::config(
+            return Err(Error::invalid(
                 "hashes",
                 format!("{} is outside 1..={max_k}", shape.hashes),
             ));
         }
         let lines = usize::try_from(shape.bits.div_ceil(per_line))
-            .map_err(|_| Error::config("cells", "more cells than this platform can address"))?;
+            .map_err(|_| Error::invalid("cells", "more cells than this platform can address"))?;
         if lines == 0 {
-            return Err(Error::config(
+            return Err(Error::invalid(
                 "cells",
                 "a tick filter needs at least one cell",
             ));
@@ -503,122 +503,5 @@ pub fn window_start(now: Tick, window: Tick) -> Tick {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-    use chronobloom_core::hash::KeyHash;
-
-    fn h(k: u64) -> u64 {
-        KeyHash::of(&k, 3).lo
-    }
-
-    #[test]
-    fn sharp_window_edge_for_every_cell_width() {
-        for w in [10, 1_000, 100_000] {
-            let shape = TickFilter::shape_for(1000, 0.01, w).unwrap();
-            let mut f = TickFilter::new(shape, w, 0).unwrap();
-            f.insert(h(1), 5);
-            assert!(f.seen(h(1), 5));
-            assert!(f.seen(h(1), 5 + w - 1)); // inside (4, 4 + w]
-            assert!(!f.seen(h(1), 5 + w)); // exactly W later: outside
-            assert!(!f.stale(4 + w));
-            assert!(f.stale(5 + w));
-        }
-    }
-
-    #[test]
-    fn rebase_keeps_live_cells_and_clears_old_ones() {
-        for w in [100, 20_000, 1 << 31] {
-            let shape = TickFilter::shape_for(100, 0.01, w).unwrap();
-            let mut f = TickFilter::new(shape, w, 0).unwrap();
-            let far = u64::from(u32::MAX) + 50;
-            f.insert(h(1), 7);
-            f.insert(h(2), far - 10);
-            f.insert(h(3), far); // forces a rebase
-            assert!(f.seen(h(2), far) && f.seen(h(3), far));
-            assert!(!f.seen(h(1), far));
-            assert!(f.seen(h(2), far + w - 11) && !f.seen(h(2), far + w - 10));
-            // ticks near the end of time do not overflow
-            f.insert(h(4), u64::MAX);
-            assert!(f.seen(h(4), u64::MAX));
-        }
-    }
-
-    #[test]
-    fn many_rebases_lose_nothing_inside_the_window() {
-        // 8-bit cells, W = 100: a rebase every ~156 ticks; every key is repeated 99 ticks later
-        let shape = TickFilter::shape_for(2_000, 0.01, 100).unwrap();
-        let mut f = TickFilter::new(shape, 100, 0).unwrap();
-        for t in 0..2_000u64 {
-            for j in 0..10 {
-                f.insert(h(t * 10 + j), t);
-            }
-            if t >= 99 {
-                for j in 0..10 {
-                    assert!(f.seen(h((t - 99) * 10 + j), t), "lost at {t}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn insert_reports_the_oldest_tick_of_its_cells() {
-        let shape = TickFilter::shape_for(1000, 0.01, 60).unwrap();
-        let mut f = TickFilter::new(shape, 60, 0).unwrap();
-        assert_eq!(f.insert(h(1), 3), None);
-        assert_eq!(f.insert(h(1), 3), Some(3));
-        assert_eq!(f.insert(h(1), 4), Some(3));
-        assert_eq!(f.insert(h(1), 70), None); // out of the window
-    }
-
-    /// One-sided 99% binomial upper bound of the count in `n` trials at rate `p`.
-    fn upper_99(n: u64, p: f64) -> f64 {
-        let n = n as f64;
-        n * p + 2.326 * (n * p * (1.0 - p)).sqrt()
-    }
-
-    #[test]
-    fn measured_fpr_stays_within_epsilon() {
-        // keys inserted over the window at every cell width; queries by keys never inserted
-        for (w, eps) in [(60, 0.01), (60, 0.001), (1_000, 0.01), (100_000, 0.005)] {
-            let n = 20_000u64;
-            let shape = TickFilter::shape_for(n, eps, w).unwrap();
-            let mut f = TickFilter::new(shape, w, 0).unwrap();
-            for i in 0..n {
-                f.insert(h(i), i * w / n);
-            }
-            let now = w - 1;
-            let queries = 400_000u64;
-            let fp = (n..n + queries).filter(|&i| f.seen(h(i), now)).count() as f64;
-            let bound = upper_99(queries, eps);
-            assert!(
-                fp <= bound,
-                "W {w}, ε {eps}: {fp} false positives > {bound}"
-            );
-            // and not far below: the shape is not wastefully large
-            assert!(fp >= queries as f64 * eps * 0.5, "W {w}, ε {eps}: {fp}");
-            let (fill, est) = f.occupancy(now);
-            println!("W {w} ε {eps}: {shape:?}, {} cells per key, measured {}, fill {fill}, estimated {est}", shape.bits as f64 / n as f64, fp / queries as f64);
-            assert!(fill > 0.05 && fill < 0.8 && est < 3.0 * eps, "{fill} {est}");
-        }
-    }
-
-    #[test]
-    fn refuses_bad_shapes() {
-        assert!(TickFilter::new(FilterShape { bits: 0, hashes: 1 }, 5, 0).is_err());
-        assert!(TickFilter::new(
-            FilterShape {
-                bits: 64,
-                hashes: 11
-            },
-            5,
-            0
-        )
-        .is_err());
-        let shape = TickFilter::shape_for(100, 0.01, 10).unwrap();
-        assert!(TickFilter::new(shape, 0, 0).is_err());
-        assert!(TickFilter::new(shape, (1 << 31) + 1, 0).is_err());
-        assert!(TickFilter::shape_for(0, 0.01, 10).is_err());
-        assert!(TickFilter::shape_for(10, 1.0, 10).is_err());
-    }
-}
+#[allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+mod tests;

@@ -30,8 +30,8 @@
 //! allocation too. Every emitted allocation is validated as an index configuration; one that fails
 //! is replaced by the configured allocation and the reason is reported.
 
-use crate::config::IndexConfig;
 use crate::error::Result;
+use crate::index::config::IndexConfig;
 use chronobloom_core::alloc::{FilterStats, Strategy, DEFAULT_K_MAX};
 use chronobloom_core::bloom::FilterShape;
 use chronobloom_core::hash::{Key, KeyHash};

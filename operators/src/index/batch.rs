@@ -12,11 +12,11 @@
 //! One key with many ranges is not batched: ranges ending in different epochs must be answered
 //! against different merged states to give the single queries' answers.
 
-use crate::config::{IndexConfig, Placement};
-use crate::delta::Shipment;
+use super::config::{IndexConfig, Placement};
+use super::delta::Shipment;
+use super::query::merge_core;
+use super::state::MergedState;
 use crate::error::{Error, Result};
-use crate::query::merge_core;
-use crate::state::MergedState;
 use chronobloom_core::hash::{Key, KeyHash};
 use chronobloom_core::temporal::{Tick, TimeRange};
 use serde::{Deserialize, Serialize};

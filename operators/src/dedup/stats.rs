@@ -6,13 +6,13 @@
 //! being a (possible) duplicate. What can be refused is a view delta for an epoch this worker has
 //! inserted already, from a peer that does not follow the protocol ([`DedupStats::refused_deltas`]).
 
-use crate::dedup::DedupMode;
+use super::config::DedupMode;
 use serde::{Deserialize, Serialize};
 
 /// Which part of a worker's state a [`SliceStats`] describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Slice {
-    /// A key shard of the worker's own tick filter.
+    /// A key shard of the worker's own filters.
     Shard(u32),
     /// A closed epoch's keys received from other workers and not yet inserted into the shards
     /// ([`crate::DedupMode::Local`]).
@@ -59,8 +59,12 @@ pub struct DedupStats {
     pub dropped_same_tick: u64,
     /// Records of later epochs waiting for the frontier when the stats were taken.
     pub records_buffered: u64,
-    /// Bits held by the worker's tick filters (in `Local` they hold the global view too).
+    /// Bits held by the worker's shard filters (in `Local` they hold the global view too).
     pub local_bits: u64,
+    /// Keys the worker's compact shard filters hold live (distinct keys of the window and the
+    /// slack, counted by the last sweep plus new keys since); 0 with the exact edge, whose
+    /// cells do not count keys.
+    pub keys: u64,
     /// Bits of received keys of closed epochs not yet inserted (`Local`).
     pub view_bits: u64,
     /// Occupancy per shard and per view epoch.
@@ -77,6 +81,13 @@ pub struct DedupStats {
     pub bytes_received: u64,
     /// View deltas refused because their epoch was inserted already.
     pub refused_deltas: u64,
+    /// The slack `S` of the window state, in ticks: keys last seen `W` to `W + S − 1` ticks
+    /// before a record may still count as seen (0 with the exact edge).
+    pub slack: u64,
+    /// Keys that could not be inserted because their tick was before an earlier insertion's
+    /// generation (never in a run that follows the protocol; counted, not dropped silently:
+    /// their records were decided).
+    pub unplaced: u64,
 }
 
 impl DedupStats {
@@ -99,6 +110,9 @@ impl DedupStats {
             bytes_sent: 0,
             bytes_received: 0,
             refused_deltas: 0,
+            keys: 0,
+            slack: 0,
+            unplaced: 0,
         }
     }
 }

@@ -1,10 +1,10 @@
 //! The local index operator: each worker's own per-partition PBF-2s, and their deltas at epoch
 //! close.
 
-use crate::config::{AllocationLag, IndexConfig, Placement};
-use crate::delta::{shard_words, DeltaWords, EpochRecords, LevelDelta, Shipment};
-use crate::held::Held;
-use crate::stats::{LocalStats, RejectReason};
+use super::config::{AllocationLag, IndexConfig, Placement};
+use super::delta::{shard_words, DeltaWords, EpochRecords, LevelDelta, Shipment};
+use super::held::Held;
+use super::stats::{LocalStats, RejectReason};
 use crate::timed::Timed;
 use chronobloom_core::bloom::Layout;
 use chronobloom_core::hash::{Key, KeyHash};

@@ -35,7 +35,7 @@ impl ViewDelta {
 /// Received fingerprints of closed epochs not yet inserted.
 ///
 /// ```
-/// use chronobloom_operators::window_view::{ViewDelta, WindowView};
+/// use chronobloom_operators::dedup::view::{ViewDelta, WindowView};
 ///
 /// let mut view = WindowView::default();
 /// assert!(view.merge(ViewDelta { epoch: 2, from: 1, dest: 0, keys: vec![7, 9] }));

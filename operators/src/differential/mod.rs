@@ -7,15 +7,21 @@
 //! at the same time is inserted, and its retraction reported.
 //!
 //! [`DedupCollection`] dedups a collection within a window with the [`Dedup`] operator: positive
-//! differences are records, negative ones are reported the same way.
+//! differences are records, negative ones are reported the same way. [`MembershipCollection`]
+//! asks a collection of keys whether they were in another within a window
+//! ([`crate::membership`]).
 
-use crate::config::IndexConfig;
+mod membership;
+
+pub use membership::{MembershipAnswers, MembershipCollection};
+
+use crate::dedup::stats::DedupStats;
 use crate::dedup::{Dedup, DedupConfig};
-use crate::dedup_stats::DedupStats;
-use crate::delta::Shipment;
+use crate::index::config::IndexConfig;
+use crate::index::delta::Shipment;
+use crate::index::query::{IndexEvent, MergeQuery};
+use crate::index::stats::EpochStats;
 use crate::index::LocalIndex;
-use crate::query::{IndexEvent, MergeQuery};
-use crate::stats::EpochStats;
 use chronobloom_core::hash::{CanonicalBytes, Key};
 use chronobloom_core::temporal::{Tick, TimeRange};
 use differential_dataflow::{AsCollection, VecCollection};

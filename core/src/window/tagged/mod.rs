@@ -1,0 +1,679 @@
+//! A compact time-window filter: "was this key inserted in the last `W` ticks?" in about 16–21
+//! bits per distinct key of the window at ε ≤ 1%, with a bounded slack `S` and tables that follow
+//! the stream's rate.
+//!
+//! # Guarantee
+//!
+//! At time `t` a key inserted at `u` is reported
+//! * **always** when `t − u < W` (no false negative inside the window);
+//! * never when `t − u ≥ W + S`, except with the false positive rate ε;
+//! * either way in between (the slack).
+//!
+//! # Construction
+//!
+//! Time is cut into **generations** of `G = S + 1` ticks. A key is stored once, as a fingerprint
+//! in a cuckoo table (two candidate buckets of 8 slots, partial-key cuckoo hashing) together with
+//! the tag of the generation it was last inserted in (generation number mod 32, 5 bits):
+//! inserting a key already present only rewrites its tag, so a key that recurs costs one slot
+//! however long it lives (the dictionary of Naor and Yogev, paper 002, with plain slots). At
+//! time `t` the live tags are those of generations `γ(t − W + 1) ..= γ(t)`, `L ≤ 31` of them;
+//! an entry whose generation is older is dead: it never answers and is cleared by the sweep that
+//! runs when a generation ends (one pass over the slots, comparing one tag), so a tag is empty
+//! before it is reused. A slot is 16 bits (11-bit fingerprint) when `16 α / 2047 ≤ ε` for the
+//! load `α = 0.95`, i.e. ε ≥ 0.0075, and 32 bits (27-bit fingerprint) below that: a query reads
+//! 16 slots, each live with probability at most `α`, so the false positive rate is at most
+//! `16 α / (2^f − 1)`.
+//!
+//! # Sizing from the stream
+//!
+//! Nothing is declared up front. The table starts small (or at an optional hint). When it
+//! reaches load `α` (or an entry finds no slot) a new table is started, sized for the
+//! population projected one window ahead: the present population plus the rate of *new* keys
+//! (keys re-tagged do not count, so long-lived keys are not projected twice) times the ticks
+//! until the window is full (at least one generation), with 15% headroom and at least 1.5 times
+//! the present population. The rate is measured over the previous and the current generation's
+//! completed ticks, leaving out the stream's first tick (whose keys are all new); until one
+//! more tick has completed, a new table holds twice the population. When a generation ends and a table that
+//! has been active for a window holds less than a third of its capacity, a table sized for
+//! 1.15 times the population replaces it. A table that no longer receives insertions is read
+//! until its last entry is dead (`L` generations) and then dropped, so resizing never loses a
+//! key; while two tables are live a query reads both and the false positive bound is the sum of
+//! theirs.
+//!
+//! ```
+//! use chronobloom_core::window::{TaggedCuckooFilter, WindowFilter};
+//! // W = 60 ticks, slack 3 ticks, ε = 1%
+//! let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 7).unwrap();
+//! f.insert(&"10.0.0.1", 100).unwrap();
+//! assert!(f.contains(&"10.0.0.1", 159)); // 59 ticks later: inside the window
+//! assert!(!f.contains(&"10.0.0.1", 163)); // W + S ticks later: forgotten
+//! ```
+
+mod table;
+
+pub use table::Prior;
+
+use crate::error::{Error, Result};
+use crate::hash::{mix64, KeyHash};
+use crate::temporal::Tick;
+use crate::window::WindowFilter;
+use serde::{Deserialize, Serialize};
+use table::{Slot, Table, SLOTS, TAGS};
+
+/// Load at which a table is full.
+const LOAD: f64 = 0.95;
+/// Room left above the projected population when a table is sized.
+const HEADROOM: f64 = 1.15;
+/// Smallest table, in buckets.
+const MIN_BUCKETS: usize = 1;
+/// Largest number of live generations (tags are 5 bits and one value is kept spare).
+pub const MAX_LIVE_GENERATIONS: u64 = TAGS - 1;
+/// Largest window, in ticks.
+pub const MAX_WINDOW: Tick = 1 << 40;
+/// Salt of the fingerprint bits (independent of the bucket, which uses the key hash itself).
+const FP_SALT: u64 = 0x7a66_ed1c_0ffe_e5a1;
+
+/// Tables of one slot width: the last receives insertions, the others are read until their
+/// entries die.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Tables<S> {
+    tables: Vec<Table<S>>,
+    /// Per table but the last, the generation it stopped receiving insertions.
+    stopped: Vec<u64>,
+}
+
+/// The tables in the slot width ε needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+enum Store {
+    Narrow(Tables<u16>),
+    Wide(Tables<u32>),
+}
+
+/// Calls `$body` with `$t` bound to the store's tables, whatever their width.
+macro_rules! with_tables {
+    ($store:expr, $t:ident => $body:expr) => {
+        match $store {
+            Store::Narrow($t) => $body,
+            Store::Wide($t) => $body,
+        }
+    };
+}
+
+/// What the sizing rule knows of the stream since the filter last started empty.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Rate {
+    /// The first tick inserted and its generation.
+    first_tick: Tick,
+    first_gen: u64,
+    /// New keys (placed in a slot of their own) of the first tick.
+    first_tick_new: u64,
+    /// New keys of the previous and the current generation.
+    previous_new: u64,
+    current_new: u64,
+    /// The latest tick inserted and the current generation's new keys before it.
+    tick: Tick,
+    new_before_tick: u64,
+}
+
+impl Rate {
+    fn start(now: Tick, gen: u64) -> Self {
+        Rate {
+            first_tick: now,
+            first_gen: gen,
+            tick: now,
+            ..Rate::default()
+        }
+    }
+
+    fn record_new(&mut self, now: Tick) {
+        if now > self.tick {
+            self.tick = now;
+            self.new_before_tick = self.current_new;
+        }
+        self.current_new += 1;
+        if now == self.first_tick {
+            self.first_tick_new += 1;
+        }
+    }
+
+    fn end_generation(&mut self) {
+        self.previous_new = self.current_new;
+        self.current_new = 0;
+        self.new_before_tick = 0;
+    }
+
+    /// New keys per tick over the previous and the current generation's completed ticks, the
+    /// stream's first tick left out (a stream's first keys are all new, however long they
+    /// live); `None` before a tick after the first has completed.
+    fn new_per_tick(&self, now: Tick, gen: u64, g_len: Tick) -> Option<f64> {
+        let counted_from = if gen > self.first_gen { gen - 1 } else { gen };
+        let span_start = counted_from
+            .saturating_mul(g_len)
+            .max(self.first_tick.saturating_add(1));
+        let before = if now > self.tick {
+            self.current_new
+        } else {
+            self.new_before_tick
+        };
+        let ticks = now.saturating_sub(span_start);
+        if ticks == 0 {
+            return None;
+        }
+        let mut new = before
+            + if gen > self.first_gen {
+                self.previous_new
+            } else {
+                0
+            };
+        if self.first_gen >= counted_from {
+            new = new.saturating_sub(self.first_tick_new);
+        }
+        Some(new as f64 / ticks as f64)
+    }
+}
+
+/// Lifetime statistics of a [`TaggedCuckooFilter`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaggedStats {
+    /// Tables started because the active one was full.
+    pub grown: u64,
+    /// Tables started because the active one was mostly empty.
+    pub shrunk: u64,
+    /// Generations ended (each with a sweep).
+    pub generations: u64,
+    /// Entries that found no slot and waited in a stash.
+    pub stashed: u64,
+}
+
+/// A compact time-window filter with bounded slack (see the [module docs](self)).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaggedCuckooFilter {
+    window: Tick,
+    slack: Tick,
+    fpr: f64,
+    seed: u64,
+    /// The current generation; `None` before the first insertion.
+    gen: Option<u64>,
+    /// Live generations at any time: `γ(t) − γ(t − W + 1) + 1 ≤ live_gens`.
+    live_gens: u64,
+    store: Store,
+    /// The generation the active table was started in.
+    started: u64,
+    /// Buckets of the first table (and of the table after a reset).
+    first_buckets: usize,
+    rate: Rate,
+    /// Live entries counted by the last sweep plus new placements since.
+    population: u64,
+    stats: TaggedStats,
+}
+
+impl TaggedCuckooFilter {
+    /// A filter over a window of `window` ticks (1 to 2^40) with slack `slack` ticks (a key is
+    /// forgotten `window + slack` ticks after its last insertion; at least
+    /// `(window − 1) / 30`, so that the window spans at most 31 generations) and false positive
+    /// rate at most `fpr` in (0, 1).
+    pub fn new(window: Tick, slack: Tick, fpr: f64, seed: u64) -> Result<Self> {
+        Self::with_hint(window, slack, fpr, 0, seed)
+    }
+
+    /// [`TaggedCuckooFilter::new`] with a first table sized for `items` keys (0: the smallest
+    /// table); the tables still follow the stream.
+    pub fn with_hint(window: Tick, slack: Tick, fpr: f64, items: u64, seed: u64) -> Result<Self> {
+        if !(1..=MAX_WINDOW).contains(&window) {
+            return Err(Error::invalid(
+                "window",
+                format!("{window} is outside 1..={MAX_WINDOW}"),
+            ));
+        }
+        if !(fpr > 0.0 && fpr < 1.0) {
+            return Err(Error::invalid("fpr", format!("{fpr} is not in (0, 1)")));
+        }
+        let live_gens = live_generations(window, slack);
+        if live_gens > MAX_LIVE_GENERATIONS {
+            return Err(Error::invalid(
+                "slack",
+                format!(
+                    "{slack} ticks cut a window of {window} into {live_gens} generations; at \
+                     least {} ticks keep it within {MAX_LIVE_GENERATIONS}",
+                    min_slack(window)
+                ),
+            ));
+        }
+        let buckets = buckets_for(items);
+        let store = if narrow_enough(fpr) {
+            Store::Narrow(Tables::new(buckets, seed))
+        } else {
+            Store::Wide(Tables::new(buckets, seed))
+        };
+        Ok(TaggedCuckooFilter {
+            window,
+            slack,
+            fpr,
+            seed,
+            gen: None,
+            live_gens,
+            store,
+            started: 0,
+            first_buckets: buckets,
+            rate: Rate::default(),
+            population: 0,
+            stats: TaggedStats::default(),
+        })
+    }
+
+    /// The window `W`, in ticks.
+    pub fn window(&self) -> Tick {
+        self.window
+    }
+
+    /// The slack `S`, in ticks.
+    pub fn slack(&self) -> Tick {
+        self.slack
+    }
+
+    /// The target false positive rate ε.
+    pub fn fpr(&self) -> f64 {
+        self.fpr
+    }
+
+    /// Bits per slot: 16 or 32.
+    pub fn slot_bits(&self) -> u32 {
+        match self.store {
+            Store::Narrow(_) => 16,
+            Store::Wide(_) => 32,
+        }
+    }
+
+    /// Tables held (2 while a resized table drains).
+    pub fn table_count(&self) -> usize {
+        with_tables!(&self.store, t => t.tables.len())
+    }
+
+    /// Lifetime statistics.
+    pub fn stats(&self) -> TaggedStats {
+        self.stats
+    }
+
+    /// Occupancy of the tables (occupied slots over all slots) and the false positive rate it
+    /// implies for a key not in the window (the sum of the tables' `16 · load / (2^f − 1)`).
+    pub fn occupancy(&self) -> (f64, f64) {
+        with_tables!(&self.store, t => t.occupancy())
+    }
+
+    /// Whether nothing is live at `now`: every entry is dead, so the filter can be dropped.
+    pub fn stale(&self, now: Tick) -> bool {
+        self.gen
+            .is_none_or(|g| g < generation_of(window_first(now, self.window), self.slack))
+    }
+
+    /// Requests the cache lines a check or an insertion of `hash` reads.
+    #[inline]
+    pub fn prefetch(&self, hash: u64) {
+        with_tables!(&self.store, t => t.active().prefetch(t.active().spot(hash, fp_bits(hash))))
+    }
+
+    /// Whether the key with 64-bit hash `hash` (a [`KeyHash::lo`]) is reported at `now`.
+    #[inline]
+    pub fn seen(&self, hash: u64, now: Tick) -> bool {
+        let Some(live) = self.live_mask(now) else {
+            return false;
+        };
+        let bits = fp_bits(hash);
+        with_tables!(&self.store, t => t.tables.iter().any(|table| table.contains(table.spot(hash, bits), live)))
+    }
+
+    /// Inserts the key with 64-bit hash `hash` at `now` (not before the latest insertion's
+    /// generation) and says what it found.
+    pub fn insert(&mut self, hash: u64, now: Tick) -> Result<Prior> {
+        self.observe(now)?;
+        let (tag, live) = self.tags(now);
+        Ok(self.place(hash, now, tag, live))
+    }
+
+    /// Inserts a batch of keys at `now` and hands each item to `done` with what its key found.
+    /// The resulting state does not depend on the order of `items`: keys already live are
+    /// re-tagged first, then the others are placed in the order of their hashes (placement, and
+    /// so later false positives, depends on the order of insertion). `items` is left empty.
+    ///
+    /// ```
+    /// use chronobloom_core::window::{Prior, TaggedCuckooFilter};
+    /// let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 0).unwrap();
+    /// let mut found = Vec::new();
+    /// f.insert_batch(&mut vec![("a", 1), ("b", 2), ("c", 1)], 5, |x, p| found.push((x, p)))
+    ///     .unwrap();
+    /// found.sort();
+    /// assert_eq!(found, [("a", Prior::New), ("b", Prior::New), ("c", Prior::Current)]);
+    /// ```
+    pub fn insert_batch<T>(
+        &mut self,
+        items: &mut Vec<(T, u64)>,
+        now: Tick,
+        mut done: impl FnMut(T, Prior),
+    ) -> Result<()> {
+        self.observe(now)?;
+        let (tag, live) = self.tags(now);
+        let mut fresh = Vec::with_capacity(items.len());
+        for (item, hash) in items.drain(..) {
+            let bits = fp_bits(hash);
+            let found = with_tables!(&mut self.store, t => {
+                let active = t.active_mut();
+                let spot = active.spot(hash, bits);
+                active.refresh(spot, tag, live)
+            });
+            match found {
+                Some(prior) => done(item, prior),
+                None => fresh.push((item, hash)),
+            }
+        }
+        fresh.sort_unstable_by_key(|&(_, hash)| hash);
+        // room for the whole batch at once (a stream's first batch, a burst): one larger table
+        // instead of a chain of small ones, each of which would answer false positives until
+        // its entries die
+        let room = with_tables!(&self.store, t => {
+            let a = t.active();
+            (LOAD * a.capacity() as f64) as u64 - a.occupied().min((LOAD * a.capacity() as f64) as u64)
+        });
+        if fresh.len() as u64 > room {
+            self.grow(now, generation_of(now, self.slack), fresh.len() as u64);
+        }
+        let mut previous = None;
+        for (item, hash) in fresh {
+            // a repeat of the key just placed is current, even if the table grew in between
+            let prior = if previous == Some(hash) {
+                Prior::Current
+            } else {
+                self.place(hash, now, tag, live)
+            };
+            previous = Some(hash);
+            done(item, prior);
+        }
+        Ok(())
+    }
+
+    /// The current tag and the live-tag mask of an insertion at `now` (observed).
+    fn tags(&self, now: Tick) -> (u64, u32) {
+        let gen = generation_of(now, self.slack);
+        let first = generation_of(window_first(now, self.window), self.slack);
+        (gen % TAGS, tag_mask(first, gen))
+    }
+
+    /// Inserts `hash` under `tag`, starting a larger table first if the active one is full. (A
+    /// key live only in a drained table is placed anew: its entry there cannot be told from
+    /// another key's with the same fingerprint, so it stays until it dies.)
+    fn place(&mut self, hash: u64, now: Tick, tag: u64, live: u32) -> Prior {
+        if self.full() {
+            self.grow(now, generation_of(now, self.slack), 0);
+        }
+        let bits = fp_bits(hash);
+        let prior = with_tables!(&mut self.store, t => {
+            let active = t.active_mut();
+            let spot = active.spot(hash, bits);
+            active.insert(spot, tag, live)
+        });
+        if prior == Prior::New {
+            self.rate.record_new(now);
+            self.population += 1;
+        }
+        prior
+    }
+
+    /// Lets time pass to `now`: ends the generations before it (sweeping dead entries, dropping
+    /// drained tables, resizing an emptied one). A time in or before the current generation
+    /// changes nothing.
+    pub fn advance_to(&mut self, now: Tick) {
+        if self.gen.is_some_and(|g| generation_of(now, self.slack) > g) {
+            // `now` is past the current generation, so time does not go backwards
+            let _ = self.observe(now);
+        }
+    }
+
+    /// Memory held by the slots of every table, in bits.
+    pub fn memory_bits(&self) -> u64 {
+        with_tables!(&self.store, t => t.tables.iter().map(|x| x.memory_bits()).sum())
+    }
+
+    /// Live entries (counted by the last sweep, plus new keys since).
+    pub fn population(&self) -> u64 {
+        self.population
+    }
+
+    fn full(&self) -> bool {
+        with_tables!(&self.store, t => {
+            let a = t.active();
+            a.stashed() || a.occupied() as f64 >= LOAD * a.capacity() as f64
+        })
+    }
+
+    /// The live-tag mask at `now`, or `None` when nothing inserted is live: the tags of the
+    /// generations from `γ(now − W + 1)` to `γ(now)` (no later than the current one, whose tags
+    /// hold no older generation's entries).
+    fn live_mask(&self, now: Tick) -> Option<u32> {
+        let gen = self.gen?;
+        let first = generation_of(window_first(now, self.window), self.slack);
+        (gen >= first).then(|| tag_mask(first, generation_of(now, self.slack).min(gen)))
+    }
+
+    /// Moves the current generation to `now`'s, ending each generation in between.
+    fn observe(&mut self, now: Tick) -> Result<()> {
+        let gen = generation_of(now, self.slack);
+        let Some(mut g) = self.gen else {
+            self.gen = Some(gen);
+            self.started = gen;
+            self.rate = Rate::start(now, gen);
+            return Ok(());
+        };
+        if gen < g {
+            return Err(Error::TimeWentBackwards {
+                last: g.saturating_mul(self.slack + 1),
+                now,
+            });
+        }
+        if gen - g >= self.live_gens {
+            // everything inserted is dead
+            let (buckets, seed) = (self.first_buckets, self.seed);
+            with_tables!(&mut self.store, t => t.reset(buckets, seed));
+            self.population = 0;
+            self.rate = Rate::start(now, gen);
+            self.stats.generations += gen - g;
+            self.gen = Some(gen);
+            self.started = gen;
+            return Ok(());
+        }
+        while g < gen {
+            g += 1;
+            self.end_generation(g);
+        }
+        Ok(())
+    }
+
+    /// Starts generation `g`: sweeps the tag that dies, drops drained tables, shrinks an
+    /// emptied table.
+    fn end_generation(&mut self, g: u64) {
+        // entries of generations before the first one live at g's first tick are dead; the
+        // sweep at g - 1 left only generations live then, so at most one tag dies now
+        let first_live = |g: u64| {
+            let first_tick = g.saturating_mul(self.slack.saturating_add(1));
+            generation_of(window_first(first_tick, self.window), self.slack)
+        };
+        let before = tag_mask(first_live(g - 1), g - 1);
+        let dead = before & !tag_mask(first_live(g), g);
+        let live_gens = self.live_gens;
+        self.population = with_tables!(&mut self.store, t => t.sweep(g, dead, live_gens));
+        self.rate.end_generation();
+        self.gen = Some(g);
+        self.stats.generations += 1;
+        let mostly_empty = with_tables!(&self.store, t => {
+            let a = t.active();
+            a.capacity() > (MIN_BUCKETS * SLOTS) as u64
+                && (a.occupied() as f64) < LOAD * a.capacity() as f64 / 3.0
+        });
+        if mostly_empty && g >= self.started + live_gens {
+            let items = HEADROOM * (self.population + self.rate.previous_new) as f64;
+            self.restart(g, items as u64);
+            self.stats.shrunk += 1;
+        }
+    }
+
+    /// Starts a larger table: sized for the population projected one window ahead from the
+    /// rate of new keys (the present population and `coming` keys about to be placed, plus the
+    /// new keys of the generations until the window is full, at least one), at least 1.5 times
+    /// the present population; twice the present population while the stream's first tick is
+    /// all there is to go by.
+    fn grow(&mut self, now: Tick, gen: u64, coming: u64) {
+        let g_len = self.slack.saturating_add(1);
+        let present = self.population + coming;
+        let items = match self.rate.new_per_tick(now, gen, g_len) {
+            Some(rate) => {
+                let age = gen - self.rate.first_gen;
+                let gens = self.live_gens.saturating_sub(age).max(1);
+                let projected = present as f64 + rate * (g_len * gens) as f64;
+                (HEADROOM * projected).max(1.5 * present as f64) as u64
+            }
+            None => 2 * present.max(1),
+        };
+        self.restart(gen, items);
+        self.stats.grown += 1;
+    }
+
+    /// Starts a new active table for `items` keys in generation `gen`.
+    fn restart(&mut self, gen: u64, items: u64) {
+        let (buckets, seed) = (buckets_for(items), self.seed);
+        with_tables!(&mut self.store, t => t.start(buckets, gen, seed));
+        self.started = gen;
+    }
+}
+
+impl<S: Slot> Tables<S> {
+    fn new(buckets: usize, seed: u64) -> Self {
+        Tables {
+            tables: vec![Table::new(buckets, seed)],
+            stopped: Vec::new(),
+        }
+    }
+
+    fn active(&self) -> &Table<S> {
+        &self.tables[self.tables.len() - 1]
+    }
+
+    fn active_mut(&mut self) -> &mut Table<S> {
+        let last = self.tables.len() - 1;
+        &mut self.tables[last]
+    }
+
+    fn start(&mut self, buckets: usize, gen: u64, seed: u64) {
+        self.stopped.push(gen);
+        self.tables.push(Table::new(buckets, seed));
+    }
+
+    /// Sweeps the `dead` tags from every table at the start of generation `g` and drops the
+    /// tables whose entries are all dead; returns the live entries left.
+    fn sweep(&mut self, g: u64, dead: u32, live_gens: u64) -> u64 {
+        let mut i = 0;
+        while i < self.stopped.len() {
+            if self.stopped[i] + live_gens <= g {
+                self.stopped.remove(i);
+                self.tables.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        self.tables.iter_mut().map(|t| t.sweep(dead)).sum()
+    }
+
+    /// Empties the filter: one table of `buckets` buckets, as a new filter has.
+    fn reset(&mut self, buckets: usize, seed: u64) {
+        *self = Tables::new(buckets, seed);
+    }
+
+    fn occupancy(&self) -> (f64, f64) {
+        let (mut occupied, mut slots, mut fpr) = (0u64, 0u64, 0.0);
+        let values = ((1u64 << S::FP_BITS) - 1) as f64;
+        for t in &self.tables {
+            occupied += t.occupied();
+            slots += t.capacity();
+            let load = t.occupied() as f64 / t.capacity().max(1) as f64;
+            fpr += (2 * SLOTS) as f64 * load / values;
+        }
+        (occupied as f64 / slots.max(1) as f64, fpr)
+    }
+}
+
+impl WindowFilter for TaggedCuckooFilter {
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    fn insert_hash(&mut self, hash: KeyHash, now: Tick) -> Result<()> {
+        self.insert(hash.lo, now).map(|_| ())
+    }
+
+    fn contains_hash(&self, hash: KeyHash, now: Tick) -> bool {
+        self.seen(hash.lo, now)
+    }
+
+    fn advance(&mut self, now: Tick) -> Result<()> {
+        if self.gen.is_some() {
+            self.observe(now)?;
+        }
+        Ok(())
+    }
+
+    fn memory_bits(&self) -> u64 {
+        TaggedCuckooFilter::memory_bits(self)
+    }
+
+    fn items(&self) -> u64 {
+        self.population
+    }
+}
+
+/// The tags of generations `first ..= last` (at most [`MAX_LIVE_GENERATIONS`] of them).
+#[inline]
+fn tag_mask(first: u64, last: u64) -> u32 {
+    let n = last.saturating_sub(first) + 1;
+    let ones = if n >= 32 { u32::MAX } else { (1u32 << n) - 1 };
+    ones.rotate_left((first % TAGS) as u32)
+}
+
+/// Whether 16-bit slots (11-bit fingerprints) meet `fpr`.
+fn narrow_enough(fpr: f64) -> bool {
+    (2 * SLOTS) as f64 * LOAD / ((1u64 << u16::FP_BITS) - 1) as f64 <= fpr
+}
+
+/// Buckets for `items` entries at load `α` (at least [`MIN_BUCKETS`]).
+fn buckets_for(items: u64) -> usize {
+    ((items as f64 / (LOAD * SLOTS as f64)).ceil() as usize).max(MIN_BUCKETS)
+}
+
+/// The fingerprint bits of a 64-bit key hash (the bucket uses the hash itself).
+#[inline]
+fn fp_bits(hash: u64) -> u64 {
+    mix64(hash ^ FP_SALT)
+}
+
+/// The generation of tick `t` for slack `s`: generations are `s + 1` ticks long.
+#[inline]
+fn generation_of(t: Tick, slack: Tick) -> u64 {
+    t / slack.saturating_add(1)
+}
+
+/// The first tick of the window of `window` ticks ending at `now`.
+#[inline]
+fn window_first(now: Tick, window: Tick) -> Tick {
+    now.saturating_add(1).saturating_sub(window)
+}
+
+/// The most generations a window spans: `⌈(W − 1) / G⌉ + 1` for `G = slack + 1`.
+pub fn live_generations(window: Tick, slack: Tick) -> u64 {
+    (window - 1).div_ceil(slack.saturating_add(1)) + 1
+}
+
+/// The smallest slack that keeps a window of `window` ticks within [`MAX_LIVE_GENERATIONS`].
+pub fn min_slack(window: Tick) -> Tick {
+    // the smallest G with ⌈(W − 1) / G⌉ ≤ MAX − 1
+    (window - 1).div_ceil(MAX_LIVE_GENERATIONS - 1).max(1) - 1
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+mod tests;

@@ -1,0 +1,304 @@
+//! One cuckoo table of tagged fingerprint slots: buckets of [`SLOTS`] slots, two candidate
+//! buckets per key (partial-key cuckoo hashing), a slot holding a fingerprint and the tag of the
+//! generation its key was last inserted in.
+
+use crate::hash::mix64;
+use crate::prefetch::prefetch;
+use serde::{Deserialize, Serialize};
+
+/// Slots per bucket.
+pub(super) const SLOTS: usize = 8;
+/// Bits of a slot that hold the generation tag.
+pub(super) const TAG_BITS: u32 = 5;
+/// Distinct tags: generations are numbered modulo this.
+pub(super) const TAGS: u64 = 1 << TAG_BITS;
+/// Kicks a placement may make before the entry it carries goes to the stash.
+const MAX_KICKS: u32 = 256;
+
+/// A slot word: `fingerprint << TAG_BITS | tag`, 0 for an empty slot (fingerprints are never 0).
+pub(super) trait Slot: Copy + Default + Eq + Into<u64> {
+    /// Fingerprint bits.
+    const FP_BITS: u32;
+    /// The slot of `fp` (nonzero, below `2^FP_BITS`) with `tag`.
+    fn pack(fp: u64, tag: u64) -> Self;
+}
+
+impl Slot for u16 {
+    const FP_BITS: u32 = 16 - TAG_BITS;
+    #[inline]
+    fn pack(fp: u64, tag: u64) -> Self {
+        ((fp << TAG_BITS) | tag) as u16
+    }
+}
+
+impl Slot for u32 {
+    const FP_BITS: u32 = 32 - TAG_BITS;
+    #[inline]
+    fn pack(fp: u64, tag: u64) -> Self {
+        ((fp << TAG_BITS) | tag) as u32
+    }
+}
+
+/// The tag of a slot word.
+#[inline]
+fn tag_of(s: u64) -> u64 {
+    s & (TAGS - 1)
+}
+
+/// Whether slot word `s` is occupied by a tag in `live` (bit `t` set for live tag `t`).
+#[inline]
+fn is_live(s: u64, live: u32) -> bool {
+    s != 0 && (live >> tag_of(s)) & 1 == 1
+}
+
+/// What an insertion found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prior {
+    /// No live entry matched: the key was placed in a slot of its own.
+    New,
+    /// A live entry of an earlier generation matched; its tag is now the current one.
+    Older,
+    /// A live entry already carried the current generation's tag.
+    Current,
+}
+
+/// Where a key goes in a table: its first bucket and its fingerprint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Spot {
+    pub bucket: usize,
+    pub fp: u64,
+}
+
+/// A cuckoo table of `buckets × SLOTS` slots.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Table<S> {
+    slots: Vec<S>,
+    buckets: usize,
+    /// Entries that found no slot (the filter grows when one is here).
+    stash: Vec<(usize, S)>,
+    /// Occupied slots (live or not yet swept) plus stashed entries.
+    occupied: u64,
+    /// State of the victim choice (xorshift; deterministic).
+    rng: u64,
+}
+
+impl<S: Slot> Table<S> {
+    /// An empty table of `buckets` buckets (at least 1).
+    pub fn new(buckets: usize, seed: u64) -> Self {
+        let buckets = buckets.max(1);
+        Table {
+            slots: vec![S::default(); buckets * SLOTS],
+            buckets,
+            stash: Vec::new(),
+            occupied: 0,
+            rng: mix64(seed ^ buckets as u64) | 1,
+        }
+    }
+
+    /// Slots in all.
+    pub fn capacity(&self) -> u64 {
+        self.slots.len() as u64
+    }
+
+    /// Occupied slots plus stashed entries.
+    pub fn occupied(&self) -> u64 {
+        self.occupied
+    }
+
+    /// Whether an entry is waiting in the stash.
+    pub fn stashed(&self) -> bool {
+        !self.stash.is_empty()
+    }
+
+    /// Memory of the slots and the stash, in bits.
+    pub fn memory_bits(&self) -> u64 {
+        (self.slots.len() + self.stash.len()) as u64 * u64::from(8 * size_of::<S>() as u32)
+    }
+
+    /// The spot of a key: the bucket from `lo` (multiply-shift), the fingerprint from `fp_bits`
+    /// (nonzero, uniform below `2^FP_BITS`).
+    #[inline]
+    pub fn spot(&self, lo: u64, fp_bits: u64) -> Spot {
+        let values = (1u64 << S::FP_BITS) - 1;
+        Spot {
+            bucket: ((u128::from(lo) * self.buckets as u128) >> 64) as usize,
+            fp: (((u128::from(fp_bits) * u128::from(values)) >> 64) as u64) + 1,
+        }
+    }
+
+    /// The other bucket of an entry with fingerprint `fp` in bucket `b`: `(H(fp) - b) mod B`, so
+    /// the pair is the same whichever of the two the entry sits in.
+    #[inline]
+    fn alt(&self, b: usize, fp: u64) -> usize {
+        let h = ((u128::from(mix64(fp)) * self.buckets as u128) >> 64) as usize;
+        if h >= b {
+            h - b
+        } else {
+            h + self.buckets - b
+        }
+    }
+
+    /// Requests the cache lines of a spot's two buckets.
+    #[inline]
+    pub fn prefetch(&self, spot: Spot) {
+        prefetch(&self.slots, spot.bucket * SLOTS);
+        prefetch(&self.slots, self.alt(spot.bucket, spot.fp) * SLOTS);
+    }
+
+    /// Bit `i` set iff slot `i` of bucket `b` holds fingerprint `fp` (any tag): a loop the
+    /// compiler turns into one vector compare.
+    #[inline]
+    fn matches(&self, b: usize, fp: u64) -> u32 {
+        let mut m = 0u32;
+        for (i, &s) in self.slots[b * SLOTS..(b + 1) * SLOTS].iter().enumerate() {
+            let s: u64 = s.into();
+            m |= u32::from(s >> TAG_BITS == fp) << i;
+        }
+        m
+    }
+
+    /// The first slot of bucket `b` among `matches` whose tag is in `live`.
+    #[inline]
+    fn first_live(&self, b: usize, mut matches: u32, live: u32) -> Option<usize> {
+        while matches != 0 {
+            let i = b * SLOTS + matches.trailing_zeros() as usize;
+            if is_live(self.slots[i].into(), live) {
+                return Some(i);
+            }
+            matches &= matches - 1;
+        }
+        None
+    }
+
+    /// Whether bucket `b` holds `fp` under a live tag.
+    #[inline]
+    fn bucket_has(&self, b: usize, fp: u64, live: u32) -> bool {
+        let m = self.matches(b, fp);
+        m != 0 && self.first_live(b, m, live).is_some()
+    }
+
+    /// Whether the table holds the spot's fingerprint under a tag in `live`.
+    #[inline]
+    pub fn contains(&self, spot: Spot, live: u32) -> bool {
+        self.bucket_has(spot.bucket, spot.fp, live)
+            || self.bucket_has(self.alt(spot.bucket, spot.fp), spot.fp, live)
+            || self.stash.iter().any(|&(b, s)| {
+                let s: u64 = s.into();
+                s >> TAG_BITS == spot.fp
+                    && is_live(s, live)
+                    && (b == spot.bucket || b == self.alt(spot.bucket, spot.fp))
+            })
+    }
+
+    /// Re-tags a live entry with the spot's fingerprint to `tag` (a tag in `live`) and says what
+    /// it carried; `None` when there is none.
+    #[inline]
+    pub fn refresh(&mut self, spot: Spot, tag: u64, live: u32) -> Option<Prior> {
+        for b in [spot.bucket, self.alt(spot.bucket, spot.fp)] {
+            let m = self.matches(b, spot.fp);
+            if m == 0 {
+                continue;
+            }
+            if let Some(i) = self.first_live(b, m, live) {
+                if tag_of(self.slots[i].into()) == tag {
+                    return Some(Prior::Current);
+                }
+                self.slots[i] = S::pack(spot.fp, tag);
+                return Some(Prior::Older);
+            }
+        }
+        None
+    }
+
+    /// Inserts the spot's key under `tag` (a tag in `live`): refreshes a live entry with its
+    /// fingerprint or places a new one, kicking entries to their other bucket when both are full.
+    pub fn insert(&mut self, spot: Spot, tag: u64, live: u32) -> Prior {
+        let buckets = [spot.bucket, self.alt(spot.bucket, spot.fp)];
+        let mut free = None;
+        for b in buckets {
+            for i in b * SLOTS..(b + 1) * SLOTS {
+                let s: u64 = self.slots[i].into();
+                if s >> TAG_BITS == spot.fp && is_live(s, live) {
+                    if tag_of(s) == tag {
+                        return Prior::Current;
+                    }
+                    self.slots[i] = S::pack(spot.fp, tag);
+                    return Prior::Older;
+                }
+                if free.is_none() && !is_live(s, live) {
+                    free = Some((i, s == 0));
+                }
+            }
+        }
+        for (b, s) in self.stash.iter_mut() {
+            let word: u64 = (*s).into();
+            if word >> TAG_BITS == spot.fp && is_live(word, live) && buckets.contains(b) {
+                if tag_of(word) == tag {
+                    return Prior::Current;
+                }
+                *s = S::pack(spot.fp, tag);
+                return Prior::Older;
+            }
+        }
+        match free {
+            Some((i, empty)) => {
+                self.slots[i] = S::pack(spot.fp, tag);
+                self.occupied += u64::from(empty);
+            }
+            None => self.kick(buckets[0], S::pack(spot.fp, tag), live),
+        }
+        Prior::New
+    }
+
+    /// Places `carry` starting in bucket `b` by cuckoo relocation; what finds no slot goes to
+    /// the stash.
+    fn kick(&mut self, mut b: usize, mut carry: S, live: u32) {
+        self.occupied += 1;
+        for _ in 0..MAX_KICKS {
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            let i = b * SLOTS + (self.rng % SLOTS as u64) as usize;
+            std::mem::swap(&mut self.slots[i], &mut carry);
+            let word: u64 = carry.into();
+            b = self.alt(b, word >> TAG_BITS);
+            for j in b * SLOTS..(b + 1) * SLOTS {
+                let s: u64 = self.slots[j].into();
+                if !is_live(s, live) {
+                    self.occupied -= u64::from(s != 0);
+                    self.slots[j] = carry;
+                    return;
+                }
+            }
+        }
+        self.stash.push((b, carry));
+    }
+
+    /// Empties every slot whose tag is in `dead` (bit `t` for tag `t`); returns the entries
+    /// left. With one dead tag (a generation ending) the pass is one vector compare per slot.
+    pub fn sweep(&mut self, dead: u32) -> u64 {
+        let mut left = 0u64;
+        if dead.count_ones() == 1 {
+            let d = u64::from(dead.trailing_zeros());
+            for s in &mut self.slots {
+                let word: u64 = (*s).into();
+                if word & (TAGS - 1) == d {
+                    *s = S::default();
+                }
+                left += u64::from(*s != S::default());
+            }
+        } else {
+            for s in &mut self.slots {
+                let word: u64 = (*s).into();
+                if word != 0 && (dead >> tag_of(word)) & 1 == 1 {
+                    *s = S::default();
+                }
+                left += u64::from(*s != S::default());
+            }
+        }
+        self.stash
+            .retain(|&(_, s)| (dead >> tag_of(s.into())) & 1 == 0);
+        self.occupied = left + self.stash.len() as u64;
+        self.occupied
+    }
+}

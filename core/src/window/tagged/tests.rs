@@ -1,0 +1,198 @@
+use super::*;
+use crate::hash::KeyHash;
+use proptest::prelude::*;
+use std::collections::HashMap;
+
+fn h(k: u64) -> u64 {
+    KeyHash::of(&k, 11).lo
+}
+
+/// Inserts `rate` keys per tick for `ticks` ticks starting at `from`; keys `next..` are fresh
+/// unless drawn from `recent` (a fraction `repeat` of them repeats one of the last keys).
+fn steady(f: &mut TaggedCuckooFilter, from: Tick, ticks: Tick, rate: u64, next: &mut u64) {
+    for t in from..from + ticks {
+        for _ in 0..rate {
+            f.insert(h(*next), t).unwrap();
+            *next += 1;
+        }
+    }
+}
+
+#[test]
+fn window_edge_and_slack() {
+    for (w, s) in [(60, 3), (1_000, 62), (16, 0), (7, 100)] {
+        let mut f = TaggedCuckooFilter::new(w, s, 0.01, 1).unwrap();
+        f.insert(h(1), 100).unwrap();
+        for t in 100..100 + w {
+            assert!(f.seen(h(1), t), "w {w} s {s} t {t}");
+        }
+        assert!(!f.seen(h(1), 100 + w + s), "w {w} s {s}");
+        assert!(!f.seen(h(1), 99 + w + s + 1000));
+        assert!(f.stale(100 + w + s));
+        assert!(!f.stale(99 + w));
+    }
+}
+
+#[test]
+fn invalid_parameters_are_refused() {
+    assert!(TaggedCuckooFilter::new(0, 0, 0.01, 0).is_err());
+    assert!(TaggedCuckooFilter::new(MAX_WINDOW + 1, 1 << 36, 0.01, 0).is_err());
+    assert!(TaggedCuckooFilter::new(60, 3, 0.0, 0).is_err());
+    assert!(TaggedCuckooFilter::new(60, 3, 1.0, 0).is_err());
+    assert!(TaggedCuckooFilter::new(60, 3, f64::NAN, 0).is_err());
+    // 1000 ticks with slack 0 would be 1000 generations
+    let err = TaggedCuckooFilter::new(1_000, 0, 0.01, 0).unwrap_err();
+    assert!(err.to_string().contains("slack"), "{err}");
+    assert!(TaggedCuckooFilter::new(1_000, min_slack(1_000), 0.01, 0).is_ok());
+    assert!(TaggedCuckooFilter::new(1_000, min_slack(1_000) - 1, 0.01, 0).is_err());
+    let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 0).unwrap();
+    f.insert(h(1), 100).unwrap();
+    assert!(matches!(
+        f.insert(h(2), 50),
+        Err(Error::TimeWentBackwards { .. })
+    ));
+}
+
+#[test]
+fn slot_width_follows_fpr() {
+    assert_eq!(
+        TaggedCuckooFilter::new(60, 3, 0.01, 0).unwrap().slot_bits(),
+        16
+    );
+    assert_eq!(
+        TaggedCuckooFilter::new(60, 3, 0.001, 0)
+            .unwrap()
+            .slot_bits(),
+        32
+    );
+}
+
+#[test]
+fn priors() {
+    let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 0).unwrap();
+    assert_eq!(f.insert(h(1), 0).unwrap(), Prior::New);
+    assert_eq!(f.insert(h(1), 3).unwrap(), Prior::Current);
+    assert_eq!(f.insert(h(1), 4).unwrap(), Prior::Older);
+    assert_eq!(f.insert(h(1), 200).unwrap(), Prior::New);
+}
+
+#[test]
+fn steady_stream_is_compact_and_meets_fpr() {
+    // W = 600 ticks, 100 new keys a tick: 60,000 keys a window
+    let (w, s, eps) = (600, 37, 0.01);
+    let mut f = TaggedCuckooFilter::new(w, s, eps, 3).unwrap();
+    let mut next = 0;
+    let mut peak_bits = 0;
+    for t in 0..3 * w {
+        steady(&mut f, t, 1, 100, &mut next);
+        peak_bits = peak_bits.max(f.memory_bits());
+    }
+    // keys in (t - W - S, t]: 63,700 at most
+    let per_key = peak_bits as f64 / (100 * w) as f64;
+    assert!(per_key < 24.0, "{per_key} bits per window key");
+    let trials = 200_000u64;
+    let fp = (0..trials)
+        .filter(|i| f.seen(h(u64::MAX - i), 3 * w - 1))
+        .count() as f64;
+    // 5 standard deviations above ε
+    let bound = eps + 5.0 * (eps / trials as f64).sqrt();
+    assert!(fp / (trials as f64) <= bound, "fpr {}", fp / trials as f64);
+}
+
+#[test]
+fn memory_follows_the_rate_and_long_lived_keys_cost_one_slot() {
+    let w = 400;
+    let mut f = TaggedCuckooFilter::new(w, w / 16, 0.01, 5).unwrap();
+    let mut next = 0;
+    steady(&mut f, 0, 2 * w, 20, &mut next);
+    let low = f.memory_bits();
+    steady(&mut f, 2 * w, 2 * w, 200, &mut next);
+    let high = f.memory_bits();
+    assert!(high > 5 * low, "{low} -> {high}");
+    steady(&mut f, 4 * w, 2 * w, 20, &mut next);
+    let after = f.memory_bits();
+    assert!(after < high / 3, "{high} -> {after}");
+    // 1,000 keys repeating every tick: one slot each however long they live
+    let mut g = TaggedCuckooFilter::new(w, w / 16, 0.01, 5).unwrap();
+    for t in 0..3 * w {
+        for k in 0..1_000 {
+            g.insert(h(k), t).unwrap();
+        }
+    }
+    assert!(g.population() <= 1_000 + 20, "{}", g.population());
+    assert!(g.memory_bits() < 1_000 * 40, "{}", g.memory_bits());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Every key inserted in `(t - W, t]` is reported at `t`, whatever the stream: few keys
+    /// (collisions and refreshes), bursts (growth), gaps (sweeps and resets).
+    #[test]
+    fn no_false_negative_in_the_window(
+        w in 1u64..200,
+        slack_frac in 0u64..4,
+        steps in proptest::collection::vec((0u64..40, 0u64..300, 1usize..60), 1..60),
+        universe in 1u64..5_000,
+        seed in any::<u64>(),
+    ) {
+        let slack = (min_slack(w)).max(w * slack_frac / 8);
+        let mut f = TaggedCuckooFilter::new(w, slack, 0.01, seed).unwrap();
+        let mut last: HashMap<u64, Tick> = HashMap::new();
+        let mut t = 0;
+        let mut key = seed;
+        for (gap, count, checks) in steps {
+            t += gap;
+            for _ in 0..count {
+                key = mix64(key) ;
+                let k = key % universe;
+                f.insert(h(k), t).unwrap();
+                last.insert(k, t);
+            }
+            for (k, &u) in last.iter().take(checks) {
+                if t - u < w {
+                    prop_assert!(f.seen(h(*k), t), "key {} at {} seen at {}", k, u, t);
+                }
+            }
+            let probe = t + gap / 2;
+            for (k, &u) in last.iter().take(checks) {
+                if probe - u < w {
+                    prop_assert!(f.seen(h(*k), probe));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn serde_round_trip() {
+    let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 9).unwrap();
+    for k in 0..500 {
+        f.insert(h(k), k / 10).unwrap();
+    }
+    let bytes = bincode::serialize(&f).unwrap();
+    let g: TaggedCuckooFilter = bincode::deserialize(&bytes).unwrap();
+    assert_eq!(f, g);
+    assert!((0..500).all(|k| g.seen(h(k), 60)));
+}
+
+#[test]
+fn a_batch_reports_repeats_current_across_growth() {
+    // 200 keys twice in one batch into the smallest table: it grows several times mid-batch
+    let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 2).unwrap();
+    let mut items: Vec<(u64, u64)> = (0..400).map(|i| (i, h(i % 200))).collect();
+    let mut found = Vec::new();
+    f.insert_batch(&mut items, 7, |i, p| found.push((i, p)))
+        .unwrap();
+    assert!(f.stats().grown > 0);
+    // never two new slots for one key (a key may also find another key's fingerprint)
+    for k in 0..200 {
+        let new = found
+            .iter()
+            .filter(|(i, p)| i % 200 == k && *p == Prior::New)
+            .count();
+        assert!(new <= 1, "key {k} placed {new} times");
+    }
+    let new = found.iter().filter(|(_, p)| *p == Prior::New).count();
+    assert!(new >= 195, "{new}");
+}

@@ -1,0 +1,524 @@
+//! One worker's dedup state and decisions: epochs buffered until the frontier passes them,
+//! decided shard by shard and tick by tick against the shard filters, same-tick repeats
+//! resolved exactly, stats sealed per epoch.
+
+use super::config::{shard_of_fp, DedupConfig, DedupMode};
+use super::route::Fingerprinted;
+use super::shard::{Found, ShardFilter};
+use super::stats::{DedupStats, Slice, SliceStats};
+use super::view::{ViewDelta, WindowView};
+use super::{Fingerprint, KeyBytes, Routed};
+use chronobloom_core::temporal::Tick;
+use serde::Serialize;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
+use timely::dataflow::operators::Capability;
+use timely::progress::frontier::MutableAntichain;
+use timely::ExchangeData;
+
+/// An epoch whose records wait for the frontier to pass it.
+pub(super) struct PendingEpoch<D> {
+    /// At the least timestamp of the epoch's records (at least the epoch's first tick).
+    pub cap: Capability<u64>,
+    pub records: Vec<Fingerprinted<D>>,
+}
+
+/// An epoch with records or received deltas whose stats are not out yet.
+struct OpenEpoch {
+    cap: Capability<u64>,
+    stats: DedupStats,
+    /// Bytes of fingerprinted records received (`ByKey`, several workers).
+    bytes_in: u64,
+    /// Fingerprints this worker inserted in the epoch, for the other workers (`Local`, several
+    /// workers); `None` once shipped.
+    outgoing: Option<Vec<u64>>,
+}
+
+/// One worker's dedup state.
+pub(super) struct DecideState<D> {
+    pub config: DedupConfig,
+    me: usize,
+    peers: usize,
+    /// One filter per shard this worker holds, created on first use, freed when stale.
+    shards: Vec<Option<ShardFilter>>,
+    /// Other workers' closed epochs, waiting to be inserted (`Local` with several workers).
+    view: Option<WindowView>,
+    pending: BTreeMap<u64, PendingEpoch<D>>,
+    epochs: BTreeMap<u64, OpenEpoch>,
+    routed: Routed,
+    key: KeyBytes<D>,
+    fp: Fingerprint<D>,
+    /// Per record of the epoch being decided: not seen before its tick.
+    fresh: Vec<bool>,
+    /// `(tick, fingerprint)` of the epoch being decided whose key may have occurred earlier in
+    /// the same tick.
+    repeats: Vec<(Tick, u64)>,
+    /// Scratch for sorting an epoch's records by shard.
+    order: Vec<(u32, usize)>,
+    /// Scratch space of `by_shard`.
+    keyed: Vec<(u32, usize)>,
+    /// Records of the last decided epoch.
+    last_epoch_len: usize,
+    /// Keys of received view deltas that could not be inserted (not yet in any epoch's stats).
+    unplaced: u64,
+}
+
+/// Records whose cache lines are requested ahead of the one being decided.
+const PREFETCH_AHEAD: usize = 24;
+
+impl<D: ExchangeData> DecideState<D> {
+    pub fn new(
+        config: DedupConfig,
+        me: usize,
+        peers: usize,
+        routed: Routed,
+        key: KeyBytes<D>,
+        fp: Fingerprint<D>,
+    ) -> Self {
+        let view = (config.mode() == DedupMode::Local && peers > 1).then(WindowView::default);
+        DecideState {
+            shards: (0..config.shards()).map(|_| None).collect(),
+            config,
+            me,
+            peers,
+            view,
+            pending: BTreeMap::new(),
+            epochs: BTreeMap::new(),
+            routed,
+            key,
+            fp,
+            fresh: Vec::new(),
+            repeats: Vec::new(),
+            order: Vec::new(),
+            keyed: Vec::new(),
+            last_epoch_len: 0,
+            unplaced: 0,
+        }
+    }
+
+    fn open_epoch(&mut self, e: u64, cap: impl FnOnce() -> Capability<u64>) -> &mut OpenEpoch {
+        let (me, mode) = (self.me as u32, self.config.mode());
+        let outgoing = self.view.is_some().then(Vec::new);
+        self.epochs.entry(e).or_insert_with(|| OpenEpoch {
+            cap: cap(),
+            stats: DedupStats::new(e, me, mode),
+            bytes_in: 0,
+            outgoing,
+        })
+    }
+
+    /// Buffers a batch of records stamped `ts` in their epochs (a late record, below `ts`, at
+    /// `ts`), leaving `batch` empty; `pass_cap(t)` and `epoch_cap(t)` make capabilities at `t`
+    /// for the passed records and the side output.
+    pub fn accept(
+        &mut self,
+        ts: Tick,
+        batch: &mut Vec<(Tick, D)>,
+        mut pass_cap: impl FnMut(Tick) -> Capability<u64>,
+        mut epoch_cap: impl FnMut(Tick) -> Capability<u64>,
+    ) {
+        if self.config.mode() == DedupMode::ByKey && self.peers > 1 {
+            // bincode writes a vector as a u64 length and its items
+            let bytes = bincode::serialized_size(&*batch).map_or(0, |b| b.saturating_sub(8));
+            let e = self.config.epoch_of(ts);
+            let last = self.config.epoch_last(e);
+            self.open_epoch(e, || epoch_cap(last)).bytes_in += bytes;
+        }
+        let mut current: Option<(u64, Tick, Tick)> = None;
+        for (t, d) in batch.drain(..) {
+            let fp = (self.fp)(&d);
+            let late = t < ts;
+            let t = t.max(ts);
+            let e = match current {
+                Some((e, first, last)) if (first..=last).contains(&t) => e,
+                _ => {
+                    let e = self.config.epoch_of(t);
+                    let (first, last) = (self.config.epoch_start(e), self.config.epoch_last(e));
+                    let at = first.max(ts);
+                    let reserve = self.last_epoch_len;
+                    let slot = self.pending.entry(e).or_insert_with(|| PendingEpoch {
+                        cap: pass_cap(at),
+                        records: Vec::with_capacity(reserve),
+                    });
+                    if *slot.cap.time() > at {
+                        slot.cap = pass_cap(at);
+                    }
+                    self.open_epoch(e, || epoch_cap(last));
+                    current = Some((e, first, last));
+                    e
+                }
+            };
+            if late {
+                if let Some(epoch) = self.epochs.get_mut(&e) {
+                    epoch.stats.late += 1;
+                }
+            }
+            if let Some(slot) = self.pending.get_mut(&e) {
+                slot.records.push((t, fp, d));
+            }
+        }
+    }
+
+    /// Buffers a peer's delta (arriving at tick `t`, the first tick of the epoch after the
+    /// delta's); its bytes count for the epoch whose ticks consult it.
+    pub fn receive(&mut self, t: Tick, delta: ViewDelta, cap: impl FnOnce() -> Capability<u64>) {
+        let bytes = delta.wire_bytes();
+        let accepted = self.view.as_mut().is_some_and(|v| v.merge(delta));
+        let e = self.config.epoch_of(t);
+        let epoch = self.open_epoch(e, cap);
+        epoch.stats.bytes_received += bytes;
+        epoch.stats.refused_deltas += u64::from(!accepted);
+    }
+
+    /// Takes the fingerprints of the epochs whose records are all decided (closed by the input
+    /// frontier, none before `next` waiting), one delta per other worker.
+    pub fn ship(
+        &mut self,
+        next: Option<Tick>,
+        r_frontier: &MutableAntichain<u64>,
+    ) -> Vec<(Capability<u64>, ViewDelta)> {
+        let mut out = Vec::new();
+        for (&e, epoch) in self.epochs.iter_mut() {
+            let last = self.config.epoch_last(e);
+            if r_frontier.less_equal(&last) || next.is_some_and(|t| t <= last) {
+                break;
+            }
+            // an epoch without keys ships nothing (an empty delta would open the next epoch at
+            // its receiver, which would ship one back, and so on)
+            let Some(mut keys) = epoch.outgoing.take().filter(|k| !k.is_empty()) else {
+                continue;
+            };
+            keys.sort_unstable();
+            keys.dedup();
+            for dest in (0..self.peers).filter(|&d| d != self.me) {
+                let delta = ViewDelta {
+                    epoch: e,
+                    from: self.me as u32,
+                    dest: dest as u32,
+                    keys: keys.clone(),
+                };
+                epoch.stats.bytes_sent += delta.wire_bytes();
+                out.push((epoch.cap.clone(), delta));
+            }
+        }
+        out
+    }
+
+    /// The earliest buffered epoch, once the input frontier has passed its last tick and (in
+    /// `Local` with several workers) every delta of the epochs before it has arrived.
+    pub fn next_epoch(
+        &mut self,
+        r_frontier: &MutableAntichain<u64>,
+        d_frontier: &MutableAntichain<u64>,
+    ) -> Option<(u64, PendingEpoch<D>)> {
+        let (&e, _) = self.pending.first_key_value()?;
+        if r_frontier.less_equal(&self.config.epoch_last(e)) || !self.view_complete(e, d_frontier) {
+            return None;
+        }
+        self.pending.pop_first()
+    }
+
+    /// Whether every delta epoch `e`'s records may consult has arrived (deltas of epoch `e - 1`
+    /// arrive at epoch `e`'s first tick).
+    fn view_complete(&self, e: u64, d_frontier: &MutableAntichain<u64>) -> bool {
+        self.view.is_none() || e == 0 || !d_frontier.less_equal(&self.config.epoch_start(e))
+    }
+
+    /// Inserts the other workers' keys of the epochs before `e` (`Local`, several workers).
+    fn apply_view(&mut self, e: u64) {
+        let Some(view) = self.view.as_mut() else {
+            return;
+        };
+        for (e, keys) in view.take_before(e) {
+            let last = self.config.epoch_last(e);
+            let order = self.by_shard(keys.iter().copied());
+            for (shard, segment) in order.chunk_by(|a, b| a.0 == b.0).map(|s| (s[0].0, s)) {
+                let slot = &mut self.shards[shard as usize];
+                if slot.is_none() {
+                    *slot = ShardFilter::new(&self.config, last).ok();
+                }
+                let Some(f) = slot.as_mut() else { continue };
+                for &(_, i) in segment {
+                    f.prefetch(keys[i]);
+                }
+                let items = segment.iter().map(|&(_, i)| ((), keys[i]));
+                if f.insert_each(items, last, |(), _| {}).is_err() {
+                    self.unplaced += segment.len() as u64;
+                }
+            }
+            self.order = order;
+        }
+    }
+
+    /// Decides epoch `e`'s records (see the module docs) and returns those that pass.
+    pub fn decide(&mut self, e: u64, mut records: Vec<Fingerprinted<D>>) -> Vec<(Tick, D)> {
+        self.apply_view(e);
+        let mut unplaced = 0;
+        let mut outgoing = self
+            .epochs
+            .get_mut(&e)
+            .and_then(|epoch| epoch.outgoing.take());
+        // Shard by shard (keys of different shards never share cells), tick by tick within a
+        // shard, the lines of the next records requested ahead so their misses overlap:
+        // 1. every key of a tick is checked against the state before the tick,
+        // 2. every key of the tick is inserted; a key inserted earlier in the tick finds all its
+        //    cells at the tick already (a repeat candidate).
+        let mut order = self.by_shard(records.iter().map(|&(_, fp, _)| fp));
+        for segment in order.chunk_by_mut(|a, b| a.0 == b.0) {
+            if !segment.is_sorted_by_key(|&(_, i)| records[i].0) {
+                segment.sort_by_key(|&(_, i)| records[i].0);
+            }
+        }
+        let mut fresh = std::mem::take(&mut self.fresh);
+        fresh.clear();
+        fresh.resize(records.len(), true);
+        let mut repeats = std::mem::take(&mut self.repeats);
+        repeats.clear();
+        for segment in order.chunk_by(|a, b| a.0 == b.0) {
+            let slot = &mut self.shards[segment[0].0 as usize];
+            if slot.is_none() {
+                *slot = ShardFilter::new(&self.config, records[segment[0].1].0).ok();
+            }
+            let Some(f) = slot.as_mut() else { continue };
+            let mut ahead = 0;
+            for run in segment.chunk_by(|a, b| records[a.1].0 == records[b.1].0) {
+                let t = records[run[0].1].0;
+                let end = (ahead.max(run.len()) + PREFETCH_AHEAD).min(segment.len());
+                for &(_, i) in &segment[ahead.min(end)..end] {
+                    f.prefetch(records[i].1);
+                }
+                ahead = end;
+                let items = run.iter().map(|&(_, i)| (i, records[i].1));
+                f.seen_each(items.clone(), t, |i, seen| fresh[i] = !seen);
+                let placed = f.insert_each(items, t, |i, found| {
+                    let fp = records[i].1;
+                    if found == Found::Recent && fresh[i] {
+                        repeats.push((t, fp));
+                    }
+                    // every key inserted travels (once: `ship` drops repeats), since a peer
+                    // remembers it from the epoch's last tick
+                    if let Some(out) = outgoing.as_mut() {
+                        out.push(fp);
+                    }
+                });
+                if placed.is_err() {
+                    unplaced += run.len() as u64;
+                }
+            }
+        }
+        self.order = order;
+        if let Some(epoch) = self.epochs.get_mut(&e) {
+            epoch.outgoing = outgoing;
+        }
+        let same_tick = self.resolve_repeats(&records, &mut repeats, &mut fresh);
+        let total = records.len() as u64;
+        self.last_epoch_len = records.len();
+        let mut i = 0;
+        records.retain(|_| {
+            i += 1;
+            fresh[i - 1]
+        });
+        let passed: Vec<(Tick, D)> = records.into_iter().map(|(t, _, d)| (t, d)).collect();
+        self.fresh = fresh;
+        self.repeats = repeats;
+        if let Some(epoch) = self.epochs.get_mut(&e) {
+            let s = &mut epoch.stats;
+            s.records += total;
+            s.passed += passed.len() as u64;
+            s.dropped += total - passed.len() as u64;
+            s.dropped_same_tick += same_tick;
+            s.unplaced += unplaced + std::mem::take(&mut self.unplaced);
+        }
+        passed
+    }
+
+    /// `(shard, index)` of every fingerprint, sorted by shard (a stable counting sort). The
+    /// result is `self.order`'s buffer, which the caller puts back, and the scratch vector is
+    /// reused: an epoch allocates nothing here.
+    fn by_shard(&mut self, fps: impl Iterator<Item = u64>) -> Vec<(u32, usize)> {
+        let shards = self.config.shards();
+        let mut counts = vec![0usize; shards as usize + 1];
+        let mut keyed = std::mem::take(&mut self.keyed);
+        keyed.clear();
+        keyed.extend(fps.enumerate().map(|(i, fp)| {
+            let s = shard_of_fp(fp, shards);
+            counts[s as usize + 1] += 1;
+            (s, i)
+        }));
+        for s in 1..counts.len() {
+            counts[s] += counts[s - 1];
+        }
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        order.resize(keyed.len(), (0, 0));
+        for &(s, i) in &keyed {
+            order[counts[s as usize]] = (s, i);
+            counts[s as usize] += 1;
+        }
+        self.keyed = keyed;
+        order
+    }
+
+    /// Among fresh records whose `(tick, fingerprint)` is in `repeats` (candidates flagged by the
+    /// filter), keeps one per tick and exact key fresh, the one with the smallest encoding;
+    /// returns how many it dropped.
+    fn resolve_repeats(
+        &self,
+        records: &[Fingerprinted<D>],
+        repeats: &mut [(Tick, u64)],
+        fresh: &mut [bool],
+    ) -> u64 {
+        if repeats.is_empty() {
+            return 0;
+        }
+        repeats.sort_unstable();
+        // a 4096-bit prefilter keeps the binary search off most records
+        let mut bloom = [0u64; 64];
+        for &(_, fp) in repeats.iter() {
+            bloom[(fp >> 6) as usize & 63] |= 1 << (fp & 63);
+        }
+        // (tick, exact key) -> (index of the best record so far, its encoding once compared)
+        let mut first: HashMap<(Tick, Vec<u8>), Best> = HashMap::new();
+        let mut dropped = 0;
+        for (i, (t, fp, record)) in records.iter().enumerate() {
+            if !fresh[i]
+                || bloom[(fp >> 6) as usize & 63] & (1 << (fp & 63)) == 0
+                || repeats.binary_search(&(*t, *fp)).is_err()
+            {
+                continue;
+            }
+            match first.entry((*t, (self.key)(record).as_slice().to_vec())) {
+                Entry::Vacant(v) => {
+                    v.insert((i, None));
+                }
+                Entry::Occupied(mut o) => {
+                    dropped += 1;
+                    let (j, best) = o.get_mut();
+                    let best = best.get_or_insert_with(|| encode(&records[*j].2));
+                    let mine = encode(record);
+                    if mine < *best {
+                        fresh[*j] = false;
+                        *j = i;
+                        *best = mine;
+                    } else {
+                        fresh[i] = false;
+                    }
+                }
+            }
+        }
+        dropped
+    }
+
+    /// The earliest tick still to be decided: the first buffered epoch's first tick or the input
+    /// frontier; `None` when the input is done and nothing waits.
+    pub fn horizon(&self, r_frontier: &MutableAntichain<u64>) -> Option<Tick> {
+        let frontier = r_frontier.frontier().first().copied();
+        let first = self
+            .pending
+            .first_key_value()
+            .map(|(&e, _)| self.config.epoch_start(e));
+        match (first, frontier) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Lets the shards' time pass to `horizon` (the compact filters end their generations even
+    /// when no record arrives) and frees those no tick at or after it can consult (all of them
+    /// when `horizon` is `None`).
+    pub fn retire(&mut self, horizon: Option<Tick>) {
+        match horizon {
+            Some(h) => {
+                for slot in &mut self.shards {
+                    if slot.as_ref().is_some_and(|f| f.stale(h)) {
+                        *slot = None;
+                    } else if let Some(f) = slot.as_mut() {
+                        // the view's keys of the epoch before are still inserted at `h - 1`
+                        f.advance(h.saturating_sub(1));
+                    }
+                }
+            }
+            None => self.shards.iter_mut().for_each(|s| *s = None),
+        }
+    }
+
+    /// Stats of the epochs that are complete: closed by the input frontier, every record decided
+    /// (none before `next` waits), and every delta they consult received.
+    pub fn finished(
+        &mut self,
+        next: Option<Tick>,
+        r_frontier: &MutableAntichain<u64>,
+        d_frontier: &MutableAntichain<u64>,
+    ) -> Vec<(Capability<u64>, DedupStats)> {
+        let mut out = Vec::new();
+        while let Some((&e, _)) = self.epochs.first_key_value() {
+            let last = self.config.epoch_last(e);
+            let waiting =
+                next.is_some_and(|t| t <= last) || self.pending.range(..=e).next().is_some();
+            if r_frontier.less_equal(&last) || waiting || !self.view_complete(e, d_frontier) {
+                break;
+            }
+            let Some((_, epoch)) = self.epochs.pop_first() else {
+                break;
+            };
+            out.push((epoch.cap, self.seal(epoch.stats, epoch.bytes_in, last)));
+        }
+        out
+    }
+
+    /// Completes an epoch's stats with the state at its last tick.
+    fn seal(&mut self, mut s: DedupStats, bytes_in: u64, last: Tick) -> DedupStats {
+        let mut home = 0;
+        {
+            let mut routed = self.routed.borrow_mut();
+            let later = routed.split_off(&s.epoch.saturating_add(1));
+            for (_, (away, to_me)) in std::mem::replace(&mut *routed, later) {
+                s.bytes_sent += away;
+                home += to_me;
+            }
+        }
+        if self.config.mode() == DedupMode::ByKey {
+            s.bytes_received = bytes_in.saturating_sub(home);
+        }
+        s.slack = self.config.slack();
+        s.records_buffered = self.pending.values().map(|p| p.records.len() as u64).sum();
+        let mut shard_fpr = Vec::new();
+        for (i, f) in self.shards.iter().enumerate() {
+            let Some(f) = f else { continue };
+            let (fill, fpr) = f.occupancy(last);
+            shard_fpr.push(fpr);
+            s.local_bits += f.memory_bits();
+            s.keys += f.keys();
+            s.slices.push(SliceStats {
+                slice: Slice::Shard(i as u32),
+                bits: f.memory_bits(),
+                fill,
+                estimated_fpr: fpr,
+            });
+        }
+        if !shard_fpr.is_empty() {
+            s.estimated_fpr = shard_fpr.iter().sum::<f64>() / shard_fpr.len() as f64;
+        }
+        if let Some(view) = self.view.as_ref() {
+            s.view_bits = view.pending_keys() * 64;
+            for (e, keys) in view.pending_epochs() {
+                s.slices.push(SliceStats {
+                    slice: Slice::ViewEpoch(e),
+                    bits: keys * 64,
+                    fill: 0.0,
+                    estimated_fpr: 0.0,
+                });
+            }
+        }
+        s
+    }
+}
+
+/// Among same-tick records of one key: the index of the best so far, and its encoding once
+/// compared.
+type Best = (usize, Option<Vec<u8>>);
+
+/// A record's `bincode` encoding, the tie-breaker between same-tick records with the same key.
+pub(super) fn encode<D: Serialize>(record: &D) -> Vec<u8> {
+    bincode::serialize(record).unwrap_or_default()
+}

@@ -1,0 +1,69 @@
+//! Routing: records bundled by the worker that decides them (`ByKey`, the owner of the key's
+//! shard) before the exchange, with the bytes routed counted per epoch.
+
+use super::config::{shard_of_fp, DedupConfig, DedupMode};
+use super::{Fingerprint, Routed};
+use chronobloom_core::temporal::Tick;
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::StreamVec;
+use timely::ExchangeData;
+
+/// A record with its tick and its key's fingerprint.
+pub(super) type Fingerprinted<D> = (Tick, u64, D);
+
+/// Records bound for one worker (their fingerprints are recomputed where they are decided: 8
+/// bytes a record less on the wire, for one more hash of a routed key).
+pub(super) type Bundle<D> = (u32, Vec<(Tick, D)>);
+
+/// Bundles records by the worker that decides them: the owner of the key's shard in `ByKey` with
+/// several workers (the exchange then routes whole bundles, not records), this worker otherwise.
+/// In `ByKey` with several workers it counts per epoch the bytes of records bound for other
+/// workers and for this one.
+pub(super) fn fingerprint<'scope, D: ExchangeData>(
+    records: StreamVec<'scope, u64, (Tick, D)>,
+    config: &DedupConfig,
+    fp: Fingerprint<D>,
+    routed: Routed,
+) -> StreamVec<'scope, u64, Bundle<D>> {
+    let scope = records.scope();
+    let (me, peers) = (scope.index() as u32, scope.peers() as u32);
+    let route = config.mode() == DedupMode::ByKey && peers > 1;
+    // the owner of each shard (a look-up instead of a division per record)
+    let owner: Vec<u32> = (0..config.shards()).map(|s| s % peers).collect();
+    let config = config.clone();
+    records.unary(Pipeline, "DedupFingerprint", move |_, _| {
+        move |input, output| {
+            input.for_each_stamp(|cap, data| {
+                let Some(&ts) = cap.least() else { return };
+                let mut session = output.session(&cap);
+                for batch in data {
+                    if !route {
+                        session.give((me, std::mem::take(batch)));
+                        continue;
+                    }
+                    let mut bundles: Vec<Vec<(Tick, D)>> = (0..peers).map(|_| Vec::new()).collect();
+                    for (t, d) in batch.drain(..) {
+                        let owner = owner[shard_of_fp(fp(&d), config.shards()) as usize];
+                        bundles[owner as usize].push((t, d));
+                    }
+                    let mut routed = routed.borrow_mut();
+                    let slot = routed.entry(config.epoch_of(ts)).or_default();
+                    for (dest, records) in bundles.into_iter().enumerate() {
+                        if records.is_empty() {
+                            continue;
+                        }
+                        // bincode writes a vector as a u64 length and its items
+                        let bytes = bincode::serialized_size(&records).map_or(0, |b| b - 8);
+                        if dest as u32 == me {
+                            slot.1 += bytes;
+                        } else {
+                            slot.0 += bytes;
+                        }
+                        session.give((dest as u32, records));
+                    }
+                }
+            });
+        }
+    })
+}

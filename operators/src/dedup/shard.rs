@@ -1,0 +1,179 @@
+//! One key shard's window state: the compact filter with slack (default) or the exact-edge tick
+//! filter, behind the two verbs the deciding operator needs.
+
+use super::config::DedupConfig;
+use crate::error::{Error, Result};
+use chronobloom_core::temporal::Tick;
+use chronobloom_core::window::{Prior, TaggedCuckooFilter, TickFilter};
+
+/// Largest number of cells in one shard's tick filter.
+pub const MAX_SHARD_CELLS: u64 = 1 << 31;
+/// Largest first size of a shard's compact filter, in keys.
+const MAX_HINT: u64 = 1 << 32;
+
+/// What an insertion found, as the operator needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Found {
+    /// The key may have been inserted earlier in the same tick (exact edge) or generation
+    /// (compact): for a key not seen before the tick, a same-tick repeat candidate.
+    Recent,
+    /// Anything else.
+    Other,
+}
+
+/// A shard's window state.
+#[derive(Debug, Clone)]
+pub(super) enum ShardFilter {
+    Compact(Box<TaggedCuckooFilter>),
+    ExactEdge(TickFilter),
+}
+
+impl ShardFilter {
+    /// Checks that `config` describes a valid shard filter (without allocating one).
+    pub fn check(config: &DedupConfig) -> Result<()> {
+        if config.exact_edge() {
+            let shape = Self::tick_shape(config)?;
+            if shape.bits > MAX_SHARD_CELLS {
+                return Err(Error::config(
+                    "expected_items",
+                    format!(
+                        "{} cells per shard exceed {MAX_SHARD_CELLS}: raise `shards`",
+                        shape.bits
+                    ),
+                ));
+            }
+            return Ok(());
+        }
+        if Self::hint(config) > MAX_HINT {
+            return Err(Error::config(
+                "expected_items",
+                format!("more than {MAX_HINT} keys per shard: raise `shards`"),
+            ));
+        }
+        TaggedCuckooFilter::new(config.window(), config.slack(), config.fpr(), config.seed())
+            .map(|_| ())
+            .map_err(|e| Error::config("window", e.to_string()))
+    }
+
+    /// An empty shard filter for ticks from `start` on (`config` was checked).
+    pub fn new(config: &DedupConfig, start: Tick) -> Result<Self> {
+        let (window, fpr, seed) = (config.window(), config.fpr(), config.seed());
+        let filter = if config.exact_edge() {
+            ShardFilter::ExactEdge(TickFilter::new(Self::tick_shape(config)?, window, start)?)
+        } else {
+            let hint = Self::hint(config);
+            let f = TaggedCuckooFilter::with_hint(window, config.slack(), fpr, hint, seed)?;
+            ShardFilter::Compact(Box::new(f))
+        };
+        Ok(filter)
+    }
+
+    fn hint(config: &DedupConfig) -> u64 {
+        config
+            .expected_items()
+            .map_or(0, |n| n.div_ceil(u64::from(config.shards())))
+    }
+
+    fn tick_shape(config: &DedupConfig) -> Result<chronobloom_core::bloom::FilterShape> {
+        let per_shard = Self::hint(config).max(1);
+        Ok(TickFilter::shape_for(
+            per_shard,
+            config.fpr(),
+            config.window(),
+        )?)
+    }
+
+    /// Requests the cache lines of `fp`.
+    #[inline]
+    pub fn prefetch(&self, fp: u64) {
+        match self {
+            ShardFilter::Compact(f) => f.prefetch(fp),
+            ShardFilter::ExactEdge(f) => f.prefetch(fp),
+        }
+    }
+
+    /// Hands each item to `done` with whether its key is reported seen at `now`.
+    #[inline]
+    pub fn seen_each<T, I, F>(&self, items: I, now: Tick, mut done: F)
+    where
+        I: Iterator<Item = (T, u64)>,
+        F: FnMut(T, bool),
+    {
+        match self {
+            ShardFilter::Compact(f) => items.for_each(|(item, fp)| done(item, f.seen(fp, now))),
+            ShardFilter::ExactEdge(f) => f.seen_each(items, now, done),
+        }
+    }
+
+    /// Inserts each item's key at `now` and hands the item to `done` with what was found. The
+    /// state reached does not depend on the items' order (so `ByKey` decides identically for
+    /// any number of workers). Fails only when `now` is before an earlier insertion's
+    /// generation (the operator never does that).
+    #[inline]
+    pub fn insert_each<T, I, F>(&mut self, items: I, now: Tick, mut done: F) -> Result<()>
+    where
+        I: Iterator<Item = (T, u64)>,
+        F: FnMut(T, Found),
+    {
+        match self {
+            ShardFilter::Compact(f) => {
+                let mut batch: Vec<(T, u64)> = items.collect();
+                f.insert_batch(&mut batch, now, |item, prior| {
+                    let found = match prior {
+                        Prior::Current => Found::Recent,
+                        Prior::New | Prior::Older => Found::Other,
+                    };
+                    done(item, found);
+                })?;
+            }
+            ShardFilter::ExactEdge(f) => f.insert_each(items, now, |item, before| {
+                let found = if before == Some(now) {
+                    Found::Recent
+                } else {
+                    Found::Other
+                };
+                done(item, found)
+            }),
+        }
+        Ok(())
+    }
+
+    /// Lets time pass to `now` (the compact filter ends its generations: sweeps and resizes).
+    pub fn advance(&mut self, now: Tick) {
+        if let ShardFilter::Compact(f) = self {
+            f.advance_to(now);
+        }
+    }
+
+    /// Whether nothing inserted is live at `now`.
+    pub fn stale(&self, now: Tick) -> bool {
+        match self {
+            ShardFilter::Compact(f) => f.stale(now),
+            ShardFilter::ExactEdge(f) => f.stale(now),
+        }
+    }
+
+    /// The occupancy and the false positive rate it implies at `now`.
+    pub fn occupancy(&self, now: Tick) -> (f64, f64) {
+        match self {
+            ShardFilter::Compact(f) => f.occupancy(),
+            ShardFilter::ExactEdge(f) => f.occupancy(now),
+        }
+    }
+
+    /// Keys held live (the compact filter's population; 0 for the tick filter).
+    pub fn keys(&self) -> u64 {
+        match self {
+            ShardFilter::Compact(f) => f.population(),
+            ShardFilter::ExactEdge(_) => 0,
+        }
+    }
+
+    /// Memory held, in bits.
+    pub fn memory_bits(&self) -> u64 {
+        match self {
+            ShardFilter::Compact(f) => f.memory_bits(),
+            ShardFilter::ExactEdge(f) => f.memory_bits(),
+        }
+    }
+}
