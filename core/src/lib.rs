@@ -20,6 +20,7 @@ pub mod bloom;
 pub mod changed;
 pub mod error;
 pub mod hash;
+pub mod matrix;
 pub mod prefetch;
 pub mod sketch;
 pub mod temporal;

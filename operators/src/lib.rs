@@ -33,6 +33,7 @@ pub use differential::{
 /// The Differential Dataflow version the collection traits are built on.
 pub use differential_dataflow;
 pub use error::{Error, Result};
+pub use index::batch::{KeyBatch, KeyBatchAnswer, MergeKeyBatches};
 pub use index::config::{AllocationLag, IndexConfig, IndexConfigBuilder, Placement};
 pub use index::query::{IndexEvent, MergeQuery, QueryAnswer};
 pub use index::state::MergedState;

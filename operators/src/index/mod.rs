@@ -2,6 +2,7 @@
 //! merged state they OR into ([`state`]) and the operator answering queries against it
 //! ([`query`]), with per-epoch [`stats`] and [`digest`]s; [`temporal`] wires them in one call.
 
+pub mod batch;
 pub mod config;
 pub mod delta;
 pub mod digest;

@@ -363,7 +363,7 @@ fn sharded<'scope, K: Key + ExchangeData + Clone>(
 }
 
 /// What one epoch's merge applied: the partitions created, with their allocations.
-struct Merged {
+pub(crate) struct Merged {
     partitions: Vec<(u64, Allocation)>,
 }
 
@@ -371,7 +371,7 @@ struct Merged {
 /// answered by `answer` against exactly their answering epoch; `merged` turns each merged epoch's
 /// statistics into output events.
 #[allow(clippy::too_many_arguments)]
-fn merge_core<'scope, Q, O>(
+pub(crate) fn merge_core<'scope, Q, O>(
     shipments: StreamVec<'scope, u64, Shipment>,
     queries: StreamVec<'scope, u64, Q>,
     config: &IndexConfig,

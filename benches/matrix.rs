@@ -1,0 +1,212 @@
+//! Matrix Bloom filter batch queries against a standard Bloom filter of equal bits and equal
+//! false positive rate (paper 003; issue #16).
+//!
+//! Data: 10,000 keys × 100 values each, value `j` of key `a` being `mix64(a · 1000 + j) mod 10^4`
+//! (`u64` components, a sparse 1% of the 10^4 × 10^4 grid, about 10^6 tuples). The matrix is
+//! Theorem 2's square for 10^6 tuples at 1% (`k1 × k2 = 2 × 3`); the Bloom filter has the same
+//! bits and `k = k1 · k2`, so Theorem 1 gives both the same rate. The Bloom filter hashes each
+//! tuple `(a, b)` whole (its canonical 16 bytes), as any single-key filter must.
+//!
+//! Measured per tuple (`Throughput::Elements(batch)`; a rotation of prepared batches holding at
+//! least 2^16 tuples, so that small batches run with cold caches as large ones do):
+//!
+//! * `key_fixed/{bloom,matrix}/B`: one key with `B` values — its values `j = 0 .. B` (the first
+//!   100 inserted, the rest absent);
+//! * `value_fixed/{bloom,matrix}/B`: one value with `B` random keys (mostly absent);
+//! * `cross/{bloom,matrix}/B`: `√B` keys × `√B` values;
+//! * `temporal/{pbf2,matrix}/B`: "which of these `B` keys appeared in [s, s + 255]?" on 20,000
+//!   keys at 5 ticks each over 4,096 ticks, 2·10^7 bits each: PBF-2 one key at a time against
+//!   the matrix PBF's batch.
+
+// Benchmarks unwrap their setup: a bad configuration here should stop the run.
+#![allow(clippy::unwrap_used)]
+
+use chronobloom_core::bloom::{BloomFilter, Filter};
+use chronobloom_core::hash::mix64;
+use chronobloom_core::matrix::{MatrixBloom, MatrixPbf};
+use chronobloom_core::temporal::{Pbf2, TemporalFilter, TimeRange};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use std::hint::black_box;
+use std::time::Duration;
+
+const KEYS: u64 = 10_000;
+const VALUES_PER_KEY: u64 = 100;
+const VALUES: u64 = 10_000;
+const BATCHES: [usize; 6] = [1, 4, 16, 64, 256, 1_000];
+/// Prepared batches hold at least this many tuples in all (at least 64 batches), so that a small
+/// batch does not find its tuples' lines still cached from the previous round.
+const ROTATION_TUPLES: u64 = 1 << 16;
+
+fn rotation(batch: u64) -> u64 {
+    (ROTATION_TUPLES / batch).max(64)
+}
+
+fn value(a: u64, j: u64) -> u64 {
+    mix64(a * 1_000 + j) % VALUES
+}
+
+fn filters() -> (BloomFilter, MatrixBloom) {
+    let n = KEYS * VALUES_PER_KEY;
+    let mut m = MatrixBloom::with_fpr(n, 0.01, 1).unwrap();
+    let s = m.shape();
+    let mut b = BloomFilter::new(s.stored_bits(), s.hashes(), 1).unwrap();
+    for a in 0..KEYS {
+        for j in 0..VALUES_PER_KEY {
+            m.insert(&a, &value(a, j));
+            b.insert(&(a, value(a, j)));
+        }
+    }
+    eprintln!(
+        "matrix {} × {} ({} bits, k = {} × {}), Bloom {} bits k = {}; theorem 1 rate {:.4}",
+        s.rows,
+        s.cols,
+        s.stored_bits(),
+        s.row_hashes,
+        s.col_hashes,
+        b.bit_len(),
+        b.hashes(),
+        s.fpr(n as f64)
+    );
+    (b, m)
+}
+
+fn one_side(c: &mut Criterion) {
+    let (bloom, matrix) = filters();
+    for &batch in &BATCHES {
+        let b = batch as u64;
+        let key_batches: Vec<(u64, Vec<u64>)> = (0..rotation(b))
+            .map(|r| {
+                let a = mix64(r) % KEYS;
+                (a, (0..b).map(|j| value(a, j)).collect())
+            })
+            .collect();
+        let value_batches: Vec<(Vec<u64>, u64)> = (0..rotation(b))
+            .map(|r| {
+                let keys = (0..b).map(|i| mix64(r * 10_007 + i) % KEYS).collect();
+                (keys, mix64(r ^ 0xabc) % VALUES)
+            })
+            .collect();
+
+        let mut g = c.benchmark_group("matrix/key_fixed");
+        g.throughput(Throughput::Elements(b));
+        let mut i = 0;
+        g.bench_function(BenchmarkId::new("bloom", batch), |bench| {
+            bench.iter(|| {
+                let (a, values) = &key_batches[i % key_batches.len()];
+                i += 1;
+                values.iter().filter(|&&v| bloom.contains(&(*a, v))).count()
+            })
+        });
+        g.bench_function(BenchmarkId::new("matrix", batch), |bench| {
+            bench.iter(|| {
+                let (a, values) = &key_batches[i % key_batches.len()];
+                i += 1;
+                black_box(matrix.contains_values(a, values))
+            })
+        });
+        g.finish();
+
+        let mut g = c.benchmark_group("matrix/value_fixed");
+        g.throughput(Throughput::Elements(b));
+        g.bench_function(BenchmarkId::new("bloom", batch), |bench| {
+            bench.iter(|| {
+                let (keys, v) = &value_batches[i % value_batches.len()];
+                i += 1;
+                keys.iter().filter(|&&a| bloom.contains(&(a, *v))).count()
+            })
+        });
+        g.bench_function(BenchmarkId::new("matrix", batch), |bench| {
+            bench.iter(|| {
+                let (keys, v) = &value_batches[i % value_batches.len()];
+                i += 1;
+                black_box(matrix.contains_keys(keys, v))
+            })
+        });
+        g.finish();
+    }
+}
+
+fn cross(c: &mut Criterion) {
+    let (bloom, matrix) = filters();
+    for side in [4u64, 8, 16, 32] {
+        let sets: Vec<(Vec<u64>, Vec<u64>)> = (0..rotation(side * side))
+            .map(|r| {
+                let keys: Vec<u64> = (0..side).map(|i| mix64(r * 31 + i) % KEYS).collect();
+                let values = (0..side).map(|j| value(keys[0], j)).collect();
+                (keys, values)
+            })
+            .collect();
+        let mut g = c.benchmark_group("matrix/cross");
+        g.throughput(Throughput::Elements(side * side));
+        let mut i = 0;
+        g.bench_function(BenchmarkId::new("bloom", side * side), |bench| {
+            bench.iter(|| {
+                let (keys, values) = &sets[i % sets.len()];
+                i += 1;
+                keys.iter()
+                    .flat_map(|&a| values.iter().map(move |&v| (a, v)))
+                    .filter(|t| bloom.contains(t))
+                    .count()
+            })
+        });
+        g.bench_function(BenchmarkId::new("matrix", side * side), |bench| {
+            bench.iter(|| {
+                let (keys, values) = &sets[i % sets.len()];
+                i += 1;
+                black_box(matrix.contains_cross(keys, values))
+            })
+        });
+        g.finish();
+    }
+}
+
+fn temporal(c: &mut Criterion) {
+    let (horizon, keys, bits) = (4_096u64, 20_000u64, 20_000_000u64);
+    let mut pbf = Pbf2::uniform(horizon, bits, 7, 3).unwrap();
+    let mut mat = MatrixPbf::uniform(horizon, bits, 7, 3).unwrap();
+    for key in 0..keys {
+        for j in 0..5 {
+            let tick = mix64(key * 5 + j) % horizon;
+            pbf.insert(&key, tick).unwrap();
+            mat.insert(&key, tick).unwrap();
+        }
+    }
+    for batch in [16u64, 256, 1_000] {
+        let queries: Vec<(Vec<u64>, TimeRange)> = (0..rotation(batch))
+            .map(|r| {
+                let start = mix64(r) % (horizon - 256);
+                let batch = (0..batch)
+                    .map(|i| mix64(r * 7_919 + i) % (2 * keys))
+                    .collect();
+                (batch, TimeRange::new(start, start + 255).unwrap())
+            })
+            .collect();
+        let mut g = c.benchmark_group("matrix/temporal");
+        g.throughput(Throughput::Elements(batch));
+        let mut i = 0;
+        g.bench_function(BenchmarkId::new("pbf2", batch), |bench| {
+            bench.iter(|| {
+                let (keys, range) = &queries[i % queries.len()];
+                i += 1;
+                keys.iter().filter(|k| pbf.query(*k, *range)).count()
+            })
+        });
+        g.bench_function(BenchmarkId::new("matrix", batch), |bench| {
+            bench.iter(|| {
+                let (keys, range) = &queries[i % queries.len()];
+                i += 1;
+                black_box(mat.query_keys(keys, *range))
+            })
+        });
+        g.finish();
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    targets = one_side, cross, temporal
+}
+criterion_main!(benches);

@@ -1,0 +1,175 @@
+//! Batch queries that hash the fixed side once (paper 003 §II, Assertions 2–3): one first
+//! component with many second components, one second component with many first components, and
+//! the cross product of two sets. Results come in the input order.
+//!
+//! Besides hashing the fixed side once, a batch may fold the fixed side's lines of the matrix into
+//! one mask first, when the batch is large enough to pay for it:
+//!
+//! * a fixed first component: the AND of its `k1` rows (whole words, read in sequence) is an
+//!   `m2`-bit mask; a second component passes iff its `k2` columns are set in it;
+//! * a fixed second component: row `r` of an `m1`-bit mask is set iff the `k2` columns are all set
+//!   in row `r`; a first component passes iff its `k1` rows are set in it.
+//!
+//! Both give exactly the answers of [`MatrixBloom::contains`] (the tests compare them).
+
+use super::filter::MatrixBloom;
+use super::probe::{ColProbe, RowProbe};
+use crate::hash::Key;
+
+/// A mask pays when building it costs at most this many words read per tuple of the batch: the
+/// mask's words are read in sequence, the direct tests hit random lines. A judgement, not a tuned
+/// value: in `benches/matrix.rs` (2 rows of 49 words) it switches to the mask from 13 tuples,
+/// and 16-tuple batches run at 23 ns per tuple against 39 ns for 4-tuple ones tested directly.
+const MASK_WORDS_PER_TUPLE: u64 = 8;
+
+/// A column mask tests `k2` bits in every row, a cache line each; a direct tuple test hashes a key
+/// and tests `k1` rows. One direct tuple test costs about this many mask tests (measured with
+/// `benches/matrix.rs` on a 3067 × 3136 matrix, `k = 2 × 3`: 1,000 keys took 40 µs directly and
+/// 60 µs through the mask).
+const COL_MASK_TESTS_PER_TUPLE: u64 = 3;
+
+impl MatrixBloom {
+    /// "Which of `values` were inserted with `a`?" — `a` is hashed once.
+    ///
+    /// ```
+    /// use chronobloom_core::matrix::MatrixBloom;
+    /// let mut m = MatrixBloom::with_fpr(1_000, 0.001, 1).unwrap();
+    /// m.insert(&"A", &1u32);
+    /// m.insert(&"A", &6u32);
+    /// assert_eq!(m.contains_values(&"A", &[6u32, 1])[..], [true, true]);
+    /// ```
+    pub fn contains_values<A: Key + ?Sized, B: Key>(&self, a: &A, values: &[B]) -> Vec<bool> {
+        let rows = self.geometry.rows_of(a);
+        if self.row_mask_pays(values.len()) {
+            let mut mask = Vec::new();
+            self.row_mask(&rows, &mut mask);
+            values
+                .iter()
+                .map(|b| mask_has_all(&mask, self.geometry.col_indices(b)))
+                .collect()
+        } else {
+            values
+                .iter()
+                .map(|b| self.has_cols(&rows, self.geometry.col_indices(b)))
+                .collect()
+        }
+    }
+
+    /// "Which of `keys` were inserted with `b`?" — `b` is hashed once.
+    ///
+    /// ```
+    /// use chronobloom_core::matrix::MatrixBloom;
+    /// let mut m = MatrixBloom::with_fpr(1_000, 0.001, 1).unwrap();
+    /// m.insert(&"A", &3u32);
+    /// m.insert(&"F", &3u32);
+    /// assert_eq!(m.contains_keys(&["F", "A"], &3u32)[..], [true, true]);
+    /// ```
+    pub fn contains_keys<A: Key, B: Key + ?Sized>(&self, keys: &[A], b: &B) -> Vec<bool> {
+        let cols = self.geometry.cols_of(b);
+        let rows = keys.iter().map(|a| self.geometry.row_indices(a));
+        if self.col_mask_pays(keys.len()) {
+            let mask = self.col_mask(&cols);
+            rows.map(|mut r| mask_has_all(&mask, &mut r)).collect()
+        } else {
+            let stride = self.geometry.stride;
+            rows.map(|mut r| r.all(|i| cols.cols().iter().all(|&c| self.bits.test(i * stride + c))))
+                .collect()
+        }
+    }
+
+    /// The cross product: entry `i · values.len() + j` answers `(keys[i], values[j])`. Each key
+    /// and each value is hashed once.
+    ///
+    /// ```
+    /// use chronobloom_core::matrix::MatrixBloom;
+    /// let mut m = MatrixBloom::with_fpr(1_000, 0.001, 1).unwrap();
+    /// m.insert(&1u64, &10u64);
+    /// m.insert(&2u64, &20u64);
+    /// let all = m.contains_cross(&[1u64, 2], &[10u64, 20]);
+    /// assert!(all[0] && all[3]); // (1, 10) and (2, 20)
+    /// ```
+    pub fn contains_cross<A: Key, B: Key>(&self, keys: &[A], values: &[B]) -> Vec<bool> {
+        let cols: Vec<ColProbe> = values.iter().map(|b| self.geometry.cols_of(b)).collect();
+        // Built once per value and read once per key: an array per value is worth it here.
+        let mut out = Vec::with_capacity(keys.len() * values.len());
+        let masked = self.row_mask_pays(values.len());
+        let mut mask = Vec::new();
+        for a in keys {
+            let rows = self.geometry.rows_of(a);
+            if masked {
+                self.row_mask(&rows, &mut mask);
+                out.extend(
+                    cols.iter()
+                        .map(|c| mask_has_all(&mask, c.cols().iter().copied())),
+                );
+            } else {
+                out.extend(
+                    cols.iter()
+                        .map(|c| self.has_cols(&rows, c.cols().iter().copied())),
+                );
+            }
+        }
+        out
+    }
+
+    /// Whether the AND of a first component's rows is cheaper than testing `batch` tuples
+    /// directly.
+    pub(super) fn row_mask_pays(&self, batch: usize) -> bool {
+        let words = u64::from(self.shape().row_hashes) * (self.geometry.stride / 64);
+        words <= MASK_WORDS_PER_TUPLE * batch as u64
+    }
+
+    /// Whether the column mask (`m1 · k2` bit tests, row after row in memory order) is cheaper
+    /// than testing `batch` tuples directly (a key hash and `k1` rows at random each): counted
+    /// as `COL_MASK_TESTS_PER_TUPLE` mask tests per direct tuple test.
+    fn col_mask_pays(&self, batch: usize) -> bool {
+        let s = self.shape();
+        s.rows * u64::from(s.col_hashes)
+            <= COL_MASK_TESTS_PER_TUPLE * u64::from(s.row_hashes) * batch as u64
+    }
+
+    /// The AND of the rows in `rows`, word by word, into `mask` (`m2` bits, whole words).
+    pub(crate) fn row_mask(&self, rows: &RowProbe, mask: &mut Vec<u64>) {
+        let words = (self.geometry.stride / 64) as usize;
+        let all = self.bits.words();
+        mask.clear();
+        mask.resize(words, u64::MAX);
+        for &r in rows.offsets() {
+            let first = (r / 64) as usize;
+            if let Some(row) = all.get(first..first + words) {
+                for (m, &w) in mask.iter_mut().zip(row) {
+                    *m &= w;
+                }
+            }
+        }
+    }
+
+    /// Row `r` of the mask is set iff every column of `cols` is set in row `r`.
+    fn col_mask(&self, cols: &ColProbe) -> Vec<u64> {
+        let rows = self.shape().rows;
+        let mut mask = vec![0u64; rows.div_ceil(64) as usize];
+        for r in 0..rows {
+            let start = r * self.geometry.stride;
+            if cols.cols().iter().all(|&c| self.bits.test(start + c)) {
+                mask[(r / 64) as usize] |= 1 << (r % 64);
+            }
+        }
+        mask
+    }
+
+    /// Whether the tuple of the fixed `rows` and the columns `cols` is present: the varying
+    /// columns drive the loop, so they are never stored.
+    #[inline]
+    pub(crate) fn has_cols(&self, rows: &RowProbe, mut cols: impl Iterator<Item = u64>) -> bool {
+        cols.all(|c| rows.offsets().iter().all(|&r| self.bits.test(r + c)))
+    }
+}
+
+/// Whether every bit of `indices` is set in `mask` (indices below the mask's length in bits).
+#[inline]
+pub(crate) fn mask_has_all(mask: &[u64], mut indices: impl Iterator<Item = u64>) -> bool {
+    indices.all(|i| {
+        mask.get((i / 64) as usize)
+            .is_some_and(|w| w >> (i % 64) & 1 == 1)
+    })
+}

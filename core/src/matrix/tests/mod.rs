@@ -1,0 +1,261 @@
+//! Tests of the matrix Bloom filter: no false negatives (property tests), batch answers equal to
+//! single answers, union, serde and the layout choice. Statistical accuracy is in `fpr.rs`, the
+//! temporal batch in `temporal.rs`.
+
+mod fpr;
+mod temporal;
+
+use super::*;
+use crate::error::Error;
+use proptest::prelude::*;
+use std::collections::BTreeSet;
+
+/// A shape with `rows` rows and `classes · per_class` columns, hashes `(k1, k2)`.
+fn shape(rows: u64, per_class: u64, classes: u64, k: (u32, u32)) -> MatrixShape {
+    MatrixShape::new(
+        rows,
+        per_class * classes,
+        classes,
+        k,
+        MatrixLayout::MinimumStorage,
+    )
+    .expect("valid shape")
+}
+
+/// Every inserted tuple answers true to every kind of query, and every batch answers exactly what
+/// single queries answer (absent tuples included), in the input order.
+fn check_batches(m: &MatrixBloom, tuples: &BTreeSet<(u16, u16)>, extra: &[u16]) {
+    for &(a, b) in tuples {
+        assert!(m.contains(&a, &b), "false negative ({a}, {b})");
+    }
+    let keys: Vec<u16> = tuples
+        .iter()
+        .map(|t| t.0)
+        .chain(extra.iter().copied())
+        .collect();
+    let values: Vec<u16> = tuples
+        .iter()
+        .map(|t| t.1)
+        .chain(extra.iter().copied())
+        .collect();
+    for &a in &keys {
+        let got = m.contains_values(&a, &values);
+        let want: Vec<bool> = values.iter().map(|b| m.contains(&a, b)).collect();
+        assert_eq!(got, want, "contains_values of {a}");
+    }
+    for &b in &values {
+        let got = m.contains_keys(&keys, &b);
+        let want: Vec<bool> = keys.iter().map(|a| m.contains(a, &b)).collect();
+        assert_eq!(got, want, "contains_keys of {b}");
+    }
+    let cross = m.contains_cross(&keys, &values);
+    assert_eq!(cross.len(), keys.len() * values.len());
+    for (i, a) in keys.iter().enumerate() {
+        for (j, b) in values.iter().enumerate() {
+            assert_eq!(
+                cross[i * values.len() + j],
+                m.contains(a, b),
+                "cross ({a}, {b})"
+            );
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn no_false_negatives_single_batch_and_double_side(
+        rows in 1u64..200,
+        per_class in 1u64..2_000,
+        classes in 1u64..5,
+        k1 in 1u32..6,
+        k2 in 1u32..6,
+        seed in any::<u64>(),
+        tuples in prop::collection::btree_set((0u16..300, 0u16..300), 1..60),
+        extra in prop::collection::vec(any::<u16>(), 0..20),
+    ) {
+        let mut m = MatrixBloom::new(shape(rows, per_class, classes, (k1, k2)), seed)
+            .expect("valid shape");
+        for &(a, b) in &tuples {
+            m.insert(&a, &b);
+        }
+        check_batches(&m, &tuples, &extra);
+    }
+}
+
+/// Both ways of answering a batch (the fixed side's rows ANDed into a mask, or tested tuple by
+/// tuple) are taken, and agree with single queries.
+#[test]
+fn masked_and_direct_batches_agree() {
+    // 4,096 columns = 64 words per row, k1 = 3: a mask pays from 24 values on.
+    let mut m = MatrixBloom::new(shape(500, 4_096, 1, (3, 2)), 9).expect("valid shape");
+    let tuples: BTreeSet<(u16, u16)> = (0..3_000u16).map(|i| (i % 40, i / 3)).collect();
+    for &(a, b) in &tuples {
+        m.insert(&a, &b);
+    }
+    assert!(!m.row_mask_pays(1) && m.row_mask_pays(1_000));
+    for batch in [1usize, 5, 23, 24, 100, 1_000] {
+        let values: Vec<u16> = (0..batch as u16).map(|v| v * 7).collect();
+        for a in 0..50u16 {
+            let want: Vec<bool> = values.iter().map(|b| m.contains(&a, b)).collect();
+            assert_eq!(
+                m.contains_values(&a, &values),
+                want,
+                "batch {batch}, key {a}"
+            );
+        }
+        let keys: Vec<u16> = (0..batch as u16).collect();
+        for b in (0..1_000u16).step_by(97) {
+            let want: Vec<bool> = keys.iter().map(|a| m.contains(a, &b)).collect();
+            assert_eq!(m.contains_keys(&keys, &b), want, "batch {batch}, value {b}");
+        }
+    }
+    // Present tuples found by the masked path too.
+    let values: Vec<u16> = (0..1_000).collect();
+    let found = m.contains_values(&7u16, &values);
+    assert!(tuples
+        .iter()
+        .filter(|t| t.0 == 7)
+        .all(|t| found[usize::from(t.1)]));
+}
+
+#[test]
+fn union_holds_both_and_refuses_other_shapes() {
+    let s = shape(64, 128, 1, (2, 3));
+    let mut a = MatrixBloom::new(s, 1).expect("valid shape");
+    let mut b = MatrixBloom::new(s, 1).expect("valid shape");
+    a.insert(&1u32, &"x");
+    b.insert(&2u32, &"y");
+    a.union(&b).expect("same shape");
+    assert!(a.contains(&1u32, &"x") && a.contains(&2u32, &"y"));
+
+    let rows = MatrixBloom::new(shape(65, 128, 1, (2, 3)), 1).expect("valid shape");
+    assert_eq!(
+        a.union(&rows),
+        Err(Error::ShapeMismatch {
+            what: "rows",
+            left: 64,
+            right: 65
+        })
+    );
+    let classes = MatrixBloom::new(shape(64, 64, 2, (2, 3)), 1).expect("valid shape");
+    assert!(matches!(
+        a.union(&classes),
+        Err(Error::ShapeMismatch {
+            what: "classes",
+            ..
+        })
+    ));
+    let seed = MatrixBloom::new(s, 2).expect("valid shape");
+    assert!(matches!(
+        a.union(&seed),
+        Err(Error::ShapeMismatch { what: "seed", .. })
+    ));
+}
+
+#[test]
+fn invalid_shapes_are_refused() {
+    let ms = MatrixLayout::MinimumStorage;
+    assert!(MatrixShape::new(0, 10, 1, (1, 1), ms).is_err());
+    assert!(MatrixShape::new(10, 10, 3, (1, 1), ms).is_err());
+    assert!(MatrixShape::new(10, 10, 1, (0, 1), ms).is_err());
+    assert!(MatrixShape::new(10, 10, 1, (1, 17), ms).is_err());
+    assert!(MatrixShape::new(u64::MAX / 2, u64::MAX / 2, 1, (1, 1), ms).is_err());
+    assert!(MatrixShape::for_fpr(0, 0.01).is_err());
+    assert!(MatrixShape::for_fpr(10, 1.0).is_err());
+    assert!(MatrixShape::min_storage(10, 0, 0.01).is_err());
+    assert!(TupleStats::new(10, 20, 1).is_err());
+    assert!(TupleStats::new(10, 2, 2).is_err());
+}
+
+#[test]
+fn serde_round_trips_and_checks_the_bits() {
+    let mut m = MatrixBloom::min_storage(1_000, 4, 0.01, 5).expect("valid target");
+    for i in 0..1_000u64 {
+        m.insert(&(i / 4), &i);
+    }
+    let json = serde_json::to_string(&m).expect("serializes");
+    let back: MatrixBloom = serde_json::from_str(&json).expect("deserializes");
+    assert_eq!(back, m);
+    assert!((0..1_000u64).all(|i| back.contains(&(i / 4), &i)));
+    let bin = bincode::serialize(&m).expect("serializes");
+    assert_eq!(
+        bincode::deserialize::<MatrixBloom>(&bin).expect("deserializes"),
+        m
+    );
+
+    // A shape that disagrees with the bits is refused, not trusted.
+    let mut v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    v["shape"]["rows"] = serde_json::json!(m.shape().rows + 1);
+    assert!(serde_json::from_value::<MatrixBloom>(v.clone()).is_err());
+    v["shape"]["rows"] = serde_json::json!(m.shape().rows);
+    v["shape"]["classes"] = serde_json::json!(m.shape().cols + 1);
+    assert!(serde_json::from_value::<MatrixBloom>(v.clone()).is_err());
+    // A bit in a row's padding (past its last column) is refused.
+    v["shape"]["classes"] = serde_json::json!(m.shape().classes);
+    assert!(serde_json::from_value::<MatrixBloom>(v.clone()).is_ok());
+    let s = m.shape();
+    assert_ne!(s.cols % 64, 0, "the test needs a padded row");
+    let words = s.cols.div_ceil(64);
+    let last = v["bits"]["words"][(words - 1) as usize]
+        .as_u64()
+        .expect("word");
+    v["bits"]["words"][(words - 1) as usize] = serde_json::json!(last | 1u64 << 63);
+    assert!(serde_json::from_value::<MatrixBloom>(v).is_err());
+}
+
+#[test]
+fn layout_follows_the_statistics() {
+    let full = TupleStats::measure((0..1_000u32).flat_map(|a| (0..50u32).map(move |b| (a, b))));
+    assert_eq!((full.tuples, full.first, full.second), (50_000, 1_000, 50));
+    let s = full.shape_for(0.001).expect("valid target");
+    assert_eq!(s.layout, MatrixLayout::MaximumAdaptive);
+
+    let one_to_one = TupleStats::measure((0..20_000u64).map(|i| (i, i.wrapping_mul(31))));
+    let s = one_to_one.shape_for(0.001).expect("valid target");
+    assert_eq!((s.layout, s.classes), (MatrixLayout::MinimumStorage, 1));
+
+    // Case B: each first component with 8 second components that never repeat.
+    let case_b = TupleStats::measure((0..16_000u64).map(|i| (i / 8, i)));
+    let s = case_b.shape_for(0.001).expect("valid target");
+    assert_eq!((s.layout, s.classes), (MatrixLayout::MinimumStorage, 8));
+    assert_eq!(s.cols, 8 * s.rows);
+}
+
+#[test]
+fn theorem2_matches_the_standard_filter() {
+    for p in [0.1, 0.01, 0.001] {
+        let s = MatrixShape::for_fpr(1_000_000, p).expect("valid target");
+        let standard = crate::bloom::FilterShape::for_fpr(1_000_000, p).expect("valid target");
+        assert!(s.fpr(1e6) <= p * 1.0001, "{p}: {}", s.fpr(1e6));
+        // Within 1% of the fewest bits for an integer k, plus the square's rounding.
+        let ratio = s.bits() as f64 / standard.bits as f64;
+        assert!((0.99..1.03).contains(&ratio), "{p}: {ratio} ({s:?})");
+        let k = f64::from(s.hashes());
+        assert!((k - (-p.log2())).abs() <= 1.0, "{p}: k = {k}");
+        assert!(s.row_hashes <= s.col_hashes && s.row_hashes > 1 || s.hashes() < 4);
+    }
+}
+
+#[test]
+fn equal_bit_shapes_stay_within_the_budget() {
+    for (bits, items, classes) in [(1_000_000u64, 100_000u64, 1u64), (1_000_000, 100_000, 10)] {
+        let s = MatrixShape::min_storage_bits(bits, items, classes).expect("valid");
+        assert!(s.stored_bits() <= bits, "{s:?}");
+        assert!(s.stored_bits() >= bits * 97 / 100, "{s:?}");
+        let optimum = bits as f64 / items as f64 * std::f64::consts::LN_2;
+        assert!((f64::from(s.hashes()) - optimum).abs() <= 1.5, "{s:?}");
+    }
+    let s = MatrixShape::max_adaptive_bits(1_000, 200, 2_000_000).expect("valid");
+    assert!(
+        s.stored_bits() <= 2_000_000 && s.stored_bits() >= 1_950_000,
+        "{s:?}"
+    );
+    let per_component = (s.rows as f64 / 1_000.0, s.cols as f64 / 200.0);
+    assert!(
+        (per_component.0 / per_component.1 - 1.0).abs() < 0.05,
+        "{s:?}"
+    );
+    assert_eq!(s.layout, MatrixLayout::MaximumAdaptive);
+}
