@@ -17,9 +17,9 @@
 //! inserting a key already present only rewrites its tag, so a key that recurs costs one slot
 //! however long it lives (the dictionary of Naor and Yogev, paper 002, with plain slots). At
 //! time `t` the live tags are those of generations `γ(t − W + 1) ..= γ(t)`, `L ≤ 31` of them;
-//! an entry whose generation is older is dead: it never answers and is cleared by the sweep that
-//! runs when a generation ends (one pass over the slots, comparing one tag), so a tag is empty
-//! before it is reused. A slot is 16 bits (11-bit fingerprint) when `16 α / 2047 ≤ ε` for the
+//! an entry whose generation is older is dead: it never answers, its slot counts as free, and
+//! a sweep (one pass over the slots) clears dead entries every `L / 4` generations (at most
+//! `32 − L`, or sooner when a table looks full), so a tag is empty before it comes round again. A slot is 16 bits (11-bit fingerprint) when `16 α / 2047 ≤ ε` for the
 //! load `α = 0.95`, i.e. ε ≥ 0.0075, and 32 bits (27-bit fingerprint) below that: a query reads
 //! 16 slots, each live with probability at most `α`, so the false positive rate is at most
 //! `16 α / (2^f − 1)`.
@@ -27,18 +27,18 @@
 //! # Sizing from the stream
 //!
 //! Nothing is declared up front. The table starts small (or at an optional hint). When it
-//! reaches load `α` (or an entry finds no slot) a new table is started, sized for the
-//! population projected one window ahead: the present population plus the rate of *new* keys
-//! (keys re-tagged do not count, so long-lived keys are not projected twice) times the ticks
-//! until the window is full (at least one generation), with 15% headroom and at least 1.5 times
-//! the present population. The rate is measured over the previous and the current generation's
-//! completed ticks, leaving out the stream's first tick (whose keys are all new); until one
-//! more tick has completed, a new table holds twice the population. When a generation ends and a table that
-//! has been active for a window holds less than a third of its capacity, a table sized for
-//! 1.15 times the population replaces it. A table that no longer receives insertions is read
-//! until its last entry is dead (`L` generations) and then dropped, so resizing never loses a
-//! key; while two tables are live a query reads both and the false positive bound is the sum of
-//! theirs.
+//! reaches load `α` (or an entry finds no slot, or a batch would not fit) a new table is
+//! started, sized for the population projected one window ahead: the present population plus
+//! the rate of *new* keys (keys re-tagged do not count, so long-lived keys are not projected
+//! twice) times the ticks until the window is full (at least one generation), with 15%
+//! headroom and at least 1.5 times the present population. The rate is measured over the
+//! previous and the current generation's completed ticks, leaving out the stream's first tick
+//! (whose keys are all new); until one more tick has completed, a new table holds twice the
+//! population. At each sweep, when that projection would fill less than a third of the active
+//! table, a table sized for it replaces the active one. A table that no longer receives
+//! insertions is read until its last entry is dead (`L` generations) and then dropped, so
+//! resizing never loses a key; while two tables are live a query reads both and the false
+//! positive bound is the sum of theirs.
 //!
 //! ```
 //! use chronobloom_core::window::{TaggedCuckooFilter, WindowFilter};
@@ -54,7 +54,7 @@ mod table;
 pub use table::Prior;
 
 use crate::error::{Error, Result};
-use crate::hash::{mix64, KeyHash};
+use crate::hash::KeyHash;
 use crate::temporal::Tick;
 use crate::window::WindowFilter;
 use serde::{Deserialize, Serialize};
@@ -70,8 +70,6 @@ const MIN_BUCKETS: usize = 1;
 pub const MAX_LIVE_GENERATIONS: u64 = TAGS - 1;
 /// Largest window, in ticks.
 pub const MAX_WINDOW: Tick = 1 << 40;
-/// Salt of the fingerprint bits (independent of the bucket, which uses the key hash itself).
-const FP_SALT: u64 = 0x7a66_ed1c_0ffe_e5a1;
 
 /// Tables of one slot width: the last receives insertions, the others are read until their
 /// entries die.
@@ -179,8 +177,10 @@ pub struct TaggedStats {
     pub grown: u64,
     /// Tables started because the active one was mostly empty.
     pub shrunk: u64,
-    /// Generations ended (each with a sweep).
+    /// Generations ended.
     pub generations: u64,
+    /// Passes clearing dead entries (every `L / 4` generations, or when a table is full).
+    pub sweeps: u64,
     /// Entries that found no slot and waited in a stash.
     pub stashed: u64,
 }
@@ -201,6 +201,8 @@ pub struct TaggedCuckooFilter {
     started: u64,
     /// Buckets of the first table (and of the table after a reset).
     first_buckets: usize,
+    /// The generation of the last sweep (every entry was live in it).
+    swept: u64,
     rate: Rate,
     /// Live entries counted by the last sweep plus new placements since.
     population: u64,
@@ -255,6 +257,7 @@ impl TaggedCuckooFilter {
             store,
             started: 0,
             first_buckets: buckets,
+            swept: 0,
             rate: Rate::default(),
             population: 0,
             stats: TaggedStats::default(),
@@ -369,12 +372,19 @@ impl TaggedCuckooFilter {
         // room for the whole batch at once (a stream's first batch, a burst): one larger table
         // instead of a chain of small ones, each of which would answer false positives until
         // its entries die
-        let room = with_tables!(&self.store, t => {
-            let a = t.active();
-            (LOAD * a.capacity() as f64) as u64 - a.occupied().min((LOAD * a.capacity() as f64) as u64)
-        });
-        if fresh.len() as u64 > room {
-            self.grow(now, generation_of(now, self.slack), fresh.len() as u64);
+        let room = |f: &Self| {
+            with_tables!(&f.store, t => {
+                let a = t.active();
+                let usable = (LOAD * a.capacity() as f64) as u64;
+                usable - a.occupied().min(usable)
+            })
+        };
+        if fresh.len() as u64 > room(self) {
+            // dead entries may take the room
+            self.sweep(now);
+            if fresh.len() as u64 > room(self) {
+                self.grow(now, generation_of(now, self.slack), fresh.len() as u64);
+            }
         }
         let mut previous = None;
         for (item, hash) in fresh {
@@ -402,7 +412,11 @@ impl TaggedCuckooFilter {
     /// another key's with the same fingerprint, so it stays until it dies.)
     fn place(&mut self, hash: u64, now: Tick, tag: u64, live: u32) -> Prior {
         if self.full() {
-            self.grow(now, generation_of(now, self.slack), 0);
+            // dead entries may be what fills it
+            self.sweep(now);
+            if self.full() {
+                self.grow(now, generation_of(now, self.slack), 0);
+            }
         }
         let bits = fp_bits(hash);
         let prior = with_tables!(&mut self.store, t => {
@@ -437,6 +451,18 @@ impl TaggedCuckooFilter {
         self.population
     }
 
+    /// Clears the entries dead at `now` from every table and recounts the population.
+    fn sweep(&mut self, now: Tick) {
+        let (first, last) = (
+            generation_of(window_first(now, self.window), self.slack),
+            generation_of(now, self.slack),
+        );
+        let dead = !tag_mask(first, last);
+        self.population = with_tables!(&mut self.store, t => t.sweep(dead));
+        self.swept = last;
+        self.stats.sweeps += 1;
+    }
+
     fn full(&self) -> bool {
         with_tables!(&self.store, t => {
             let a = t.active();
@@ -459,6 +485,7 @@ impl TaggedCuckooFilter {
         let Some(mut g) = self.gen else {
             self.gen = Some(gen);
             self.started = gen;
+            self.swept = gen;
             self.rate = Rate::start(now, gen);
             return Ok(());
         };
@@ -477,6 +504,7 @@ impl TaggedCuckooFilter {
             self.stats.generations += gen - g;
             self.gen = Some(gen);
             self.started = gen;
+            self.swept = gen;
             return Ok(());
         }
         while g < gen {
@@ -489,29 +517,48 @@ impl TaggedCuckooFilter {
     /// Starts generation `g`: sweeps the tag that dies, drops drained tables, shrinks an
     /// emptied table.
     fn end_generation(&mut self, g: u64) {
-        // entries of generations before the first one live at g's first tick are dead; the
-        // sweep at g - 1 left only generations live then, so at most one tag dies now
-        let first_live = |g: u64| {
-            let first_tick = g.saturating_mul(self.slack.saturating_add(1));
-            generation_of(window_first(first_tick, self.window), self.slack)
-        };
-        let before = tag_mask(first_live(g - 1), g - 1);
-        let dead = before & !tag_mask(first_live(g), g);
         let live_gens = self.live_gens;
-        self.population = with_tables!(&mut self.store, t => t.sweep(g, dead, live_gens));
+        with_tables!(&mut self.store, t => t.drop_drained(g, live_gens));
         self.rate.end_generation();
         self.gen = Some(g);
         self.stats.generations += 1;
+        // Dead entries answer nothing and their slots count as free; they must be cleared
+        // before their tag comes round again. After a sweep at s the entries' generations span
+        // at most L; by s + 32 − L they span 32. The sweep runs every L / 4 generations (within
+        // that bound), so that the population count, and with it shrinking, lags the stream by
+        // a quarter window at most; and sooner when a full table might hold dead entries.
+        let interval = (live_gens / 4).clamp(1, TAGS - live_gens);
+        if g - self.swept < interval {
+            return;
+        }
+        self.sweep(g.saturating_mul(self.slack.saturating_add(1)));
+        // shrink when the population projected as for growing (still filling while the stream
+        // is younger than a window) would fill less than a third of the active table
+        let now = g.saturating_mul(self.slack.saturating_add(1));
+        let Some(projected) = self.projected(now, g, 0) else {
+            return;
+        };
+        let target = HEADROOM * projected;
         let mostly_empty = with_tables!(&self.store, t => {
             let a = t.active();
-            a.capacity() > (MIN_BUCKETS * SLOTS) as u64
-                && (a.occupied() as f64) < LOAD * a.capacity() as f64 / 3.0
+            a.capacity() > (MIN_BUCKETS * SLOTS) as u64 && target < LOAD * a.capacity() as f64 / 3.0
         });
-        if mostly_empty && g >= self.started + live_gens {
-            let items = HEADROOM * (self.population + self.rate.previous_new) as f64;
-            self.restart(g, items as u64);
+        if mostly_empty {
+            self.restart(g, target as u64);
             self.stats.shrunk += 1;
         }
+    }
+
+    /// The population one window ahead at `now` in generation `gen`, with `coming` keys about
+    /// to be placed: the present population plus the new keys (at the rate of the previous and
+    /// the current generation) of the generations until the window is full, at least one;
+    /// `None` before a tick after the stream's first has completed.
+    fn projected(&self, now: Tick, gen: u64, coming: u64) -> Option<f64> {
+        let g_len = self.slack.saturating_add(1);
+        let rate = self.rate.new_per_tick(now, gen, g_len)?;
+        let age = gen - self.rate.first_gen;
+        let gens = self.live_gens.saturating_sub(age).max(1);
+        Some((self.population + coming) as f64 + rate * (g_len * gens) as f64)
     }
 
     /// Starts a larger table: sized for the population projected one window ahead from the
@@ -520,15 +567,9 @@ impl TaggedCuckooFilter {
     /// the present population; twice the present population while the stream's first tick is
     /// all there is to go by.
     fn grow(&mut self, now: Tick, gen: u64, coming: u64) {
-        let g_len = self.slack.saturating_add(1);
         let present = self.population + coming;
-        let items = match self.rate.new_per_tick(now, gen, g_len) {
-            Some(rate) => {
-                let age = gen - self.rate.first_gen;
-                let gens = self.live_gens.saturating_sub(age).max(1);
-                let projected = present as f64 + rate * (g_len * gens) as f64;
-                (HEADROOM * projected).max(1.5 * present as f64) as u64
-            }
+        let items = match self.projected(now, gen, coming) {
+            Some(projected) => (HEADROOM * projected).max(1.5 * present as f64) as u64,
             None => 2 * present.max(1),
         };
         self.restart(gen, items);
@@ -565,9 +606,8 @@ impl<S: Slot> Tables<S> {
         self.tables.push(Table::new(buckets, seed));
     }
 
-    /// Sweeps the `dead` tags from every table at the start of generation `g` and drops the
-    /// tables whose entries are all dead; returns the live entries left.
-    fn sweep(&mut self, g: u64, dead: u32, live_gens: u64) -> u64 {
+    /// Drops the tables whose entries are all dead at the start of generation `g`.
+    fn drop_drained(&mut self, g: u64, live_gens: u64) {
         let mut i = 0;
         while i < self.stopped.len() {
             if self.stopped[i] + live_gens <= g {
@@ -577,6 +617,10 @@ impl<S: Slot> Tables<S> {
                 i += 1;
             }
         }
+    }
+
+    /// Clears the `dead` tags from every table; returns the entries left.
+    fn sweep(&mut self, dead: u32) -> u64 {
         self.tables.iter_mut().map(|t| t.sweep(dead)).sum()
     }
 
@@ -645,10 +689,11 @@ fn buckets_for(items: u64) -> usize {
     ((items as f64 / (LOAD * SLOTS as f64)).ceil() as usize).max(MIN_BUCKETS)
 }
 
-/// The fingerprint bits of a 64-bit key hash (the bucket uses the hash itself).
+/// The fingerprint bits of a 64-bit key hash: its low half on top (the bucket is a
+/// multiply-shift of the hash, so it draws on the high half).
 #[inline]
 fn fp_bits(hash: u64) -> u64 {
-    mix64(hash ^ FP_SALT)
+    hash.rotate_left(32)
 }
 
 /// The generation of tick `t` for slack `s`: generations are `s + 1` ticks long.

@@ -12,6 +12,8 @@ pub(super) const SLOTS: usize = 8;
 pub(super) const TAG_BITS: u32 = 5;
 /// Distinct tags: generations are numbered modulo this.
 pub(super) const TAGS: u64 = 1 << TAG_BITS;
+/// Spreads a fingerprint over the buckets for its alternate bucket.
+const ALT_MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
 /// Kicks a placement may make before the entry it carries goes to the stash.
 const MAX_KICKS: u32 = 256;
 
@@ -130,7 +132,9 @@ impl<S: Slot> Table<S> {
     /// the pair is the same whichever of the two the entry sits in.
     #[inline]
     fn alt(&self, b: usize, fp: u64) -> usize {
-        let h = ((u128::from(mix64(fp)) * self.buckets as u128) >> 64) as usize;
+        // a multiply-shift of the fingerprint (an odd multiplier spreads its 11–27 bits)
+        let h =
+            ((u128::from(fp.wrapping_mul(ALT_MULTIPLIER)) * self.buckets as u128) >> 64) as usize;
         if h >= b {
             h - b
         } else {

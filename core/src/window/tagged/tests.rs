@@ -1,5 +1,5 @@
 use super::*;
-use crate::hash::KeyHash;
+use crate::hash::{mix64, KeyHash};
 use proptest::prelude::*;
 use std::collections::HashMap;
 
@@ -144,7 +144,7 @@ proptest! {
         for (gap, count, checks) in steps {
             t += gap;
             for _ in 0..count {
-                key = mix64(key) ;
+                key = mix64(key);
                 let k = key % universe;
                 f.insert_fingerprint(h(k), t).unwrap();
                 last.insert(k, t);
