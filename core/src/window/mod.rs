@@ -41,10 +41,10 @@ pub trait WindowFilter {
 
 mod apbf;
 mod apbf_params;
-mod generations;
+pub mod generations;
 mod scan;
 mod sliding;
-mod tagged;
+pub mod tagged;
 mod tick_filter;
 mod time_limited;
 

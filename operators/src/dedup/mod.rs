@@ -1,4 +1,5 @@
-//! Windowed deduplication: a record at tick `t` passes iff its key was not seen in `(t - W, t]`.
+//! Windowed deduplication: a record at tick `t` passes iff its key was not seen in `(t - W, t]`,
+//! up to a bounded slack at the window's edge and the false positive rate ε.
 //!
 //! # Semantics
 //!
@@ -14,13 +15,27 @@
 //!    exactly (by the key's canonical bytes): one passes (the one with the smallest `bincode`
 //!    encoding, so the choice is deterministic) and the others are dropped.
 //!
-//! The state is a [`TickFilter`] per key shard ([`DedupConfig::shards`]): a blocked Bloom filter
-//! whose cells hold the latest tick they were set at (one cache line per key). It has **no false
-//! negative inside the window** and a sharp edge: a key last seen `W` ticks ago is forgotten (up to
-//! the filter's false positive rate ε for the configured number of keys per window). Shards whose
-//! latest insert is `W` ticks behind the frontier are freed, records or not. A key's 64-bit
-//! fingerprint ([`KeyHash::lo`]) picks its shard and its cells; it is computed where the record
-//! is decided (and, for routing, where it enters), never shipped.
+//! # Window state
+//!
+//! Each key shard ([`DedupConfig::shards`]) holds one filter. By default it is the compact
+//! [`TaggedCuckooFilter`](chronobloom_core::window::TaggedCuckooFilter): one 16-bit slot per key
+//! (fingerprint and generation tag), sized from the stream. Its guarantee, with slack `S`
+//! ([`DedupConfig::slack`], default `W / 16`):
+//!
+//! * a key seen in `(t − W, t]` is **always** seen: no duplicate within the window passes
+//!   (`ByKey`);
+//! * a key last seen `W + S` or more ticks before `t` is forgotten, up to ε (a false drop);
+//! * a key last seen `W` to `W + S − 1` ticks before may count either way.
+//!
+//! [`DedupConfigBuilder::exact_edge`] keeps a sharp edge (`S = 0`) with a
+//! [`TickFilter`](chronobloom_core::window::TickFilter) per shard instead: cells holding the
+//! latest tick, about 10 per key of 8 to 32 bits, sized once for
+//! [`DedupConfigBuilder::expected_items_per_window`]. Shards with nothing live at the frontier
+//! are freed, records or not; the compact filters also end their generations on the frontier.
+//! A key's 64-bit fingerprint ([`KeyHash::lo`](chronobloom_core::hash::KeyHash::lo)) picks its
+//! shard and its slots; it is computed where the record is decided (and, for routing, where it
+//! enters), never shipped. A tick's keys enter a shard as one batch whose outcome does not depend
+//! on their order.
 //!
 //! # Routing modes
 //!
@@ -30,8 +45,8 @@
 //!   **identical for any number of workers** (as a multiset per timestamp). Cost: every record
 //!   crosses the network once with probability `(peers - 1) / peers`.
 //! * [`DedupMode::Local`]: records stay on their worker, which holds every shard. A record at `t`
-//!   is dropped iff its key is in the worker's tick filters, which hold its own keys at their ticks
-//!   and the **global view** ([`WindowView`]): the other workers' keys of closed epochs, shipped as
+//!   is dropped iff its key is in the worker's shard filters, which hold its own keys at their ticks
+//!   and the **global view** ([`WindowView`](view::WindowView)): the other workers' keys of closed epochs, shipped as
 //!   fingerprints when an epoch's ticks are decided and inserted at the epoch's last tick before
 //!   the first tick of a later epoch is decided. Ticks of epoch `e` are decided only once every
 //!   delta of epochs before `e` has arrived, so the outcome is deterministic for a given placement
@@ -43,9 +58,9 @@
 //!     worker saw `W` to `W + epoch_len - 1` ticks before `t` is dropped when its epoch still
 //!     overlaps `(t - W, t]`.
 //!
-//!   The filters are sized for all keys of a window, so the false positive bound is ε, as in
-//!   `ByKey`. With one worker `Local` decides exactly like `ByKey`. Bytes moved per epoch: 8 per
-//!   key a worker inserted in the epoch (repeats within the epoch mostly not), per other worker.
+//!   The filters hold all keys of a window, so the false positive bound is ε, as in `ByKey`.
+//!   With one worker `Local` decides exactly like `ByKey`. Bytes moved per epoch: 8 per distinct
+//!   key a worker inserted in the epoch, per other worker.
 //!
 //! Nothing a user sends panics a worker: every tick and key is valid; a view delta for an epoch
 //! already inserted (a peer that does not follow the protocol) is counted in

@@ -24,7 +24,7 @@ pub struct IndexStreams<'scope, K> {
 }
 
 /// Builds a temporal index over a stream of keys whose timestamps are their ticks, answering a
-/// stream of `(key, range)` queries: [`LocalIndex`] followed by [`MergeQuery`].
+/// stream of `(key, range)` queries: [`LocalIndex`](crate::LocalIndex) followed by [`MergeQuery`].
 ///
 /// ```
 /// use timely::dataflow::operators::{Capture, Input};
@@ -64,7 +64,7 @@ pub trait TemporalIndex<'scope, K> {
     ) -> IndexStreams<'scope, Q>;
 
     /// As [`Self::temporal_index`], with per-partition allocations announced on `allocations`
-    /// (see [`LocalIndex::local_index_with_allocations`]).
+    /// (see [`LocalIndex::local_index_with_allocations`](crate::LocalIndex::local_index_with_allocations)).
     fn temporal_index_with_allocations<Q: Key + ExchangeData + Clone>(
         self,
         queries: StreamVec<'scope, u64, (Q, TimeRange)>,

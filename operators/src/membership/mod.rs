@@ -72,8 +72,8 @@ use timely::dataflow::operators::{Capability, OkErr};
 use timely::dataflow::StreamVec;
 use timely::ExchangeData;
 
-/// One worker's inserts of one epoch, for one destination: key hashes ([`KeyHash::lo`]
-/// (chronobloom_core::hash::KeyHash::lo)) by generation, each once.
+/// One worker's inserts of one epoch, for one destination: key hashes
+/// ([`KeyHash::lo`](chronobloom_core::hash::KeyHash::lo)) by generation, each once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SliceShipment {
     /// The epoch.
