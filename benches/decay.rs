@@ -28,8 +28,8 @@ fn key(i: u64) -> u64 {
 
 /// The TBF (`B = 1`) with `BITS` bits: the bits per timer its padding rule needs.
 fn tbf_shape() -> BtbfShape {
-    (2..=32)
-        .filter_map(|bpt| BtbfShape::tbf(WINDOW, BITS / u64::from(bpt), K).ok())
+    (2..=32u64)
+        .filter_map(|bpt| BtbfShape::tbf(WINDOW, BITS / bpt, K).ok())
         .find(|s| s.bits() <= BITS && s.bpt == (BITS / s.timers) as u32)
         .unwrap_or_else(|| panic!("no TBF shape fits {BITS} bits"))
 }

@@ -141,7 +141,9 @@ impl Tally {
         (n > 0).then(|| {
             let sum: f64 = (self.bins.iter().enumerate())
                 .filter(|(_, b)| b.0 > 0)
-                .map(|(l, &(c, h))| (h as f64 / c as f64 - (l as f64 + 0.5) / 20.0).abs() * c as f64)
+                .map(|(l, &(c, h))| {
+                    (h as f64 / c as f64 - (l as f64 + 0.5) / 20.0).abs() * c as f64
+                })
                 .sum();
             sum / n as f64
         })
@@ -290,7 +292,10 @@ fn from_csv(path: &PathBuf, window: u64) -> Result<Stream, String> {
     }
     let n = items.len() as f64;
     let p = counts.iter().map(|&c| c as f64 / n).collect();
-    let mut js: Vec<u64> = (0..7).map(|e| 10u64.pow(e)).chain([window, 4 * window]).collect();
+    let mut js: Vec<u64> = (0..7)
+        .map(|e| 10u64.pow(e))
+        .chain([window, 4 * window])
+        .collect();
     js.retain(|&j| j < items.len() as u64);
     js.sort_unstable();
     js.dedup();
@@ -329,7 +334,11 @@ fn keep_best(best: &mut Option<(u32, Tally)>, param: u32, t: Tally) {
 fn evaluate(args: &Args, stream: &Stream) -> Result<Report, String> {
     let w = args.window;
     let warm = (args.warm as usize).min(stream.items.len());
-    let hashes: Vec<KeyHash> = stream.items.iter().map(|x| KeyHash::of(x, args.seed)).collect();
+    let hashes: Vec<KeyHash> = stream
+        .items
+        .iter()
+        .map(|x| KeyHash::of(x, args.seed))
+        .collect();
     let mut last = vec![u64::MAX; stream.p.len()];
     let mut truth = Vec::new();
     for (t, &x) in stream.items.iter().enumerate() {
@@ -342,11 +351,22 @@ fn evaluate(args: &Args, stream: &Stream) -> Result<Report, String> {
     }
     let queries = truth.len() as u64;
     let penalties = (0..queries)
-        .map(|q| Penalties::new(1.0 + 9.0 * uniform01(args.seed ^ 0xfa, q), 1.0 + 9.0 * uniform01(args.seed ^ 0xf7, q)))
+        .map(|q| {
+            Penalties::new(
+                1.0 + 9.0 * uniform01(args.seed ^ 0xfa, q),
+                1.0 + 9.0 * uniform01(args.seed ^ 0xf7, q),
+            )
+        })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     let positives = truth.iter().filter(|&&t| t).count() as f64;
-    let setup = Setup { stream, hashes, warm, penalties, truth };
+    let setup = Setup {
+        stream,
+        hashes,
+        warm,
+        penalties,
+        truth,
+    };
     let (_, prior) = setup.run(&mut PriorCandidate(w));
     let mut rows = Vec::new();
     let row = |filter, bpi, param: u32, t: &Tally, standard: Option<&Tally>, posterior: bool| Row {
@@ -363,9 +383,12 @@ fn evaluate(args: &Args, stream: &Stream) -> Result<Report, String> {
     rows.push(row("prior_only", 0, 0, &prior, None, true));
     for &bpi in &args.bits_per_item {
         let bits = bpi * w;
-        let (mut btbf, mut btbf_inf, mut gbf, mut gbf_inf, mut buffer) = (None, None, None, None, None);
+        let (mut btbf, mut btbf_inf, mut gbf, mut gbf_inf, mut buffer) =
+            (None, None, None, None, None);
         for k in 1..=args.btbf_k_max.clamp(1, 32) {
-            let Ok(shape) = BtbfShape::for_bits(w, bits, k) else { continue };
+            let Ok(shape) = BtbfShape::for_bits(w, bits, k) else {
+                continue;
+            };
             let filter = Btbf::new(shape, args.seed).map_err(|e| e.to_string())?;
             let inf = BtbfInference::new(shape, stream.distinct.clone());
             let (s, i) = setup.run(&mut BtbfCandidate(filter, inf));
@@ -380,7 +403,9 @@ fn evaluate(args: &Args, stream: &Stream) -> Result<Report, String> {
             keep_best(&mut gbf_inf, k, i);
         }
         for bph in 1..=32 {
-            let Ok(buf) = SimpleBuffer::new(w, bits, bph, args.seed) else { continue };
+            let Ok(buf) = SimpleBuffer::new(w, bits, bph, args.seed) else {
+                continue;
+            };
             let (_, i) = setup.run(&mut BufferCandidate(buf, stream.distinct.clone()));
             keep_best(&mut buffer, bph, i);
         }
@@ -425,7 +450,8 @@ fn print_table(r: &Report) {
             row.vs_standard.map_or("-".into(), |v| format!("{v:.3}")),
             row.false_positives,
             row.false_negatives,
-            row.posterior_error.map_or("-".into(), |v| format!("{v:.4}")),
+            row.posterior_error
+                .map_or("-".into(), |v| format!("{v:.4}")),
         );
     }
 }
@@ -438,7 +464,12 @@ fn main() -> ExitCode {
     }
     let stream = match &args.data {
         Some(path) => from_csv(path, args.window),
-        None => synthetic(args.stream, args.universe, args.warm + args.queries, args.seed),
+        None => synthetic(
+            args.stream,
+            args.universe,
+            args.warm + args.queries,
+            args.seed,
+        ),
     };
     let report = stream.and_then(|s| evaluate(&args, &s));
     match report {
