@@ -17,7 +17,9 @@
 
 use super::btbf::TimerObservation;
 use super::prior::{survive, DistinctModel};
+use super::retro::{age_posterior, AgePosterior};
 use super::shape::BtbfShape;
+use crate::error::Result;
 use serde::{Deserialize, Serialize};
 
 /// Posterior computations for one BTBF shape and `D(j)` model.
@@ -131,6 +133,18 @@ impl BtbfInference {
     fn f(&self, r: u32, c: u32, j: u64) -> f64 {
         let t = self.escape_over(j);
         t.powi(c as i32) * (1.0 - t).powi((r - c.min(r)) as i32)
+    }
+
+    /// The posterior of the insertion age (most likely value, `E[I_x | R_x]` within
+    /// `tolerance`, any window): [`age_posterior`] over [`Self::likelihood`].
+    pub fn age(
+        &self,
+        obs: &TimerObservation,
+        p: f64,
+        tolerance: f64,
+        max_terms: u64,
+    ) -> Result<AgePosterior> {
+        age_posterior(p, |i| self.likelihood(obs, i), tolerance, max_terms)
     }
 
     /// `P(R_x | I_x = i)` (Lemmas 4.1 and 4.2). With an expired timer the paper gives no

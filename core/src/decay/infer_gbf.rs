@@ -15,6 +15,7 @@
 //! [`GbfInference::posterior_closed_form`] returns [`Error::RoundOff`].
 
 use super::gbf::GbfObservation;
+use super::retro::{age_posterior, AgePosterior};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -163,6 +164,18 @@ impl GbfInference {
         } else {
             0.0
         }
+    }
+
+    /// The posterior of the insertion age (most likely value, `E[I_x | R_x]` within
+    /// `tolerance`, any window): [`age_posterior`] over [`Self::likelihood`].
+    pub fn age(
+        &self,
+        obs: &GbfObservation,
+        p: f64,
+        tolerance: f64,
+        max_terms: u64,
+    ) -> Result<AgePosterior> {
+        age_posterior(p, |i| self.likelihood(obs, i), tolerance, max_terms)
     }
 
     /// `P(R_x | I_x = i)` up to a factor free of `i` (eq. 32 with `q0/(q0+q1) = 1/2`):

@@ -11,9 +11,10 @@
 //! for (or after `max_terms` ages).
 
 use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
 
 /// The truncated posterior of the insertion age.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgePosterior {
     /// `P(I_x = i | R_x)` for `i < N`, normalized over the first `N` ages.
     pub pmf: Vec<f64>,

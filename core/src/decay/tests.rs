@@ -3,7 +3,6 @@
 
 use super::decision::Penalties;
 use super::prior::DistinctModel;
-use super::retro::age_posterior;
 use super::*;
 use crate::hash::{mix64, KeyHash};
 use proptest::prelude::*;
@@ -147,7 +146,7 @@ fn theorems_agree_with_summing_the_likelihood() {
     );
     for obs in cases.values() {
         let closed = inf.posterior(obs, p);
-        let post = age_posterior(p, |i| inf.likelihood(obs, i), 1e-9, 1 << 22).expect("sum");
+        let post = inf.age(obs, p, 1e-9, 1 << 22).expect("sum");
         let summed = post.window(shape.window);
         assert!(
             (closed - summed).abs() < 1e-6 + post.tail_mass,
@@ -192,15 +191,15 @@ proptest! {
         let obs = f.observe(&key);
         let post = inf.posterior(&obs, 1.0 / 200.0);
         prop_assert!((0.0..=1.0).contains(&post));
-        if let Ok(age) = age_posterior(1.0 / 200.0, |i| inf.likelihood(&obs, i), 1e-6, 1 << 20) {
-            let mut prev = 0.0;
-            for w in [1u64, 10, 30, 60, 100, 1_000] {
-                let m = age.window(w);
-                prop_assert!((0.0..=1.0).contains(&m) && m >= prev - 1e-12);
-                prev = m;
-            }
-            prop_assert!(age.expected >= 0.0 && age.expected_error <= 1e-6);
+        let age = inf.age(&obs, 1.0 / 200.0, 1e-6, 1 << 20).expect("some age has likelihood");
+        let mut prev = 0.0;
+        for w in [1u64, 10, 30, 60, 100, 1_000] {
+            let m = age.window(w);
+            prop_assert!((0.0..=1.0).contains(&m) && m >= prev - 1e-12);
+            prev = m;
         }
+        prop_assert!((age.window(60) - post).abs() < 1e-6 + age.tail_mass);
+        prop_assert!(age.expected >= 0.0 && age.expected_error <= 1e-6);
     }
 }
 
@@ -250,4 +249,33 @@ fn min_penalty_decisions_never_cost_more_than_standard_answers() {
             "{bits_per_item} bits/item: GBF {cost:?}"
         );
     }
+}
+
+#[test]
+fn gbf_age_posterior_agrees_with_eq34_and_dates_a_fresh_key() {
+    let mut f = Gbf::new(2_000, 3, 3, 0).expect("shape");
+    let inf = GbfInference::new(&f);
+    for i in 0..1_000u64 {
+        f.insert(&i);
+    }
+    let p = 1e-3;
+    for key in [999u64, 990, 500, 5_000] {
+        let obs = f.observe(&key);
+        let age = inf.age(&obs, p, 1e-6, 1 << 22).expect("posterior");
+        for w in [10u64, 100, 1_000] {
+            let closed = inf.posterior(&obs, p, w);
+            assert!(
+                (age.window(w) - closed).abs() < 1e-6 + age.tail_mass,
+                "key {key} w {w}"
+            );
+        }
+        assert!(age.expected_error <= 1e-6);
+    }
+    // the last key inserted is most likely 0 insertions old
+    assert_eq!(
+        inf.age(&f.observe(&999u64), p, 1e-6, 1 << 22)
+            .expect("posterior")
+            .most_likely,
+        0
+    );
 }
