@@ -64,6 +64,13 @@ fn timing(c: &mut Criterion) {
                 black_box(inf.posterior(&f.observe(&key(i)), p))
             })
         });
+        let item = inf.item(p);
+        group.bench_function("posterior_cached_item", |b| {
+            b.iter(|| {
+                i += 1;
+                black_box(inf.posterior_with(&f.observe(&key(i)), &item))
+            })
+        });
         group.bench_function("posterior_uncached", |b| {
             b.iter(|| {
                 i += 1;

@@ -13,10 +13,11 @@
 //! - `λ_x = L`: `(1 − (1−p)^{w−(λ−1)B−b}) / (1 − (1−p)^B (1 − F(c, 0, B)))` (eq. 27).
 //!
 //! Caching (§4.4): `(1 − 1/m)^k`, `D(B)` and `F(c, 0, B)` for every `c ≤ k` are computed once,
-//! so eqs. 26 and 27 cost one logarithm and two exponentials; only the rare `λ_x = 0` needs `D(b)`.
+//! and an item's `ln(1 − p)` and `(1 − p)^B` can be kept too ([`ItemTerms`]), so eqs. 26 and 27
+//! cost one exponential; only the rare `λ_x = 0` needs `D(b)`.
 
 use super::btbf::TimerObservation;
-use super::prior::{survive, DistinctModel};
+use super::prior::DistinctModel;
 use super::retro::{age_posterior, AgePosterior};
 use super::shape::BtbfShape;
 use crate::error::Result;
@@ -69,13 +70,26 @@ impl BtbfInference {
     /// `P(I_x < w | R_x)` for an item of sample probability `p` (Theorems 2–5), from the cache.
     #[inline]
     pub fn posterior(&self, obs: &TimerObservation, p: f64) -> f64 {
+        self.posterior_with(obs, &self.item(p))
+    }
+
+    /// The per-item terms of `p` for [`Self::posterior_with`].
+    #[inline]
+    pub fn item(&self, p: f64) -> ItemTerms {
+        ItemTerms::new(p, self.shape.block)
+    }
+
+    /// [`Self::posterior`] with the item's prior terms computed beforehand (once per distinct
+    /// `p_x`: for a uniform stream, once).
+    #[inline]
+    pub fn posterior_with(&self, obs: &TimerObservation, item: &ItemTerms) -> f64 {
         let f_block = |c: u32| {
             self.touched_in_block
                 .get(c as usize)
                 .copied()
                 .unwrap_or_else(|| (1.0 - self.escape_over(self.shape.block)).powi(c as i32))
         };
-        self.theorems(obs, p, f_block)
+        self.theorems(obs, item, f_block)
     }
 
     /// [`Self::posterior`] without the cache: `(1 − 1/m)^k`, `D(B)` and `F(c, 0, B)` are computed
@@ -86,38 +100,44 @@ impl BtbfInference {
             let t = escape.powf(self.distinct.distinct(self.shape.block as f64));
             (1.0 - t).powi(c as i32)
         };
-        self.theorems(obs, p, f_block)
+        self.theorems(obs, &self.item(p), f_block)
     }
 
     /// Theorems 2–5 with `F(c, 0, B)` from `f_block`.
     #[inline]
-    fn theorems(&self, obs: &TimerObservation, p: f64, f_block: impl Fn(u32) -> f64) -> f64 {
+    fn theorems(
+        &self,
+        obs: &TimerObservation,
+        item: &ItemTerms,
+        f_block: impl Fn(u32) -> f64,
+    ) -> f64 {
         let s = &self.shape;
         let b = obs.in_block;
         let live = s.live_ages(b);
         let Some(lambda) = obs.oldest.filter(|&l| l <= live) else {
             return 0.0; // Theorem 2
         };
-        let w = s.window as f64;
+        let pow = |n: u64| item.survive(n);
         let value = if lambda == 0 {
             let f = (1.0 - self.escape_over(b)).powi(obs.distinct as i32);
             if b == 0 || f == 0.0 {
                 // b = 0 with age 0 cannot be observed (no insertion yet in the block): the prior
-                return 1.0 - survive(p, w);
+                return 1.0 - pow(s.window);
             }
-            let pb = survive(p, b as f64);
-            1.0 - survive(p, w) / ((1.0 - pb) / f + pb) // eq. 23
+            let pb = pow(b);
+            1.0 - pow(s.window) / ((1.0 - pb) / f + pb) // eq. 23
         } else {
-            let since = ((lambda - 1) * s.block + b) as f64;
+            // (λ − 1)B + b < w whenever λ ≤ L
+            let rest = s.window.saturating_sub((lambda - 1) * s.block + b);
             let f = f_block(obs.at_oldest);
-            let pb = survive(p, s.block as f64);
+            let pb = item.block;
             if lambda < live {
                 if f == 0.0 {
                     return 1.0;
                 }
-                1.0 - survive(p, w - since) / ((1.0 - pb) / f + pb) // eq. 26
+                1.0 - pow(rest) / ((1.0 - pb) / f + pb) // eq. 26
             } else {
-                (1.0 - survive(p, w - since)) / (1.0 - pb * (1.0 - f)) // eq. 27
+                (1.0 - pow(rest)) / (1.0 - pb * (1.0 - f)) // eq. 27
             }
         };
         value.clamp(0.0, 1.0)
@@ -169,6 +189,31 @@ impl BtbfInference {
                 }
             }
         }
+    }
+}
+
+/// The prior terms of one item (§4.4): `ln(1 − p)` and `(1 − p)^B`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ItemTerms {
+    ln_survive: f64,
+    block: f64,
+}
+
+impl ItemTerms {
+    /// The terms of sample probability `p` for blocks of `block` insertions.
+    #[inline]
+    pub fn new(p: f64, block: u64) -> Self {
+        let ln_survive = (-p).ln_1p();
+        ItemTerms {
+            ln_survive,
+            block: (block as f64 * ln_survive).exp(),
+        }
+    }
+
+    /// `(1 − p)^n`.
+    #[inline]
+    fn survive(&self, n: u64) -> f64 {
+        (n as f64 * self.ln_survive).exp()
     }
 }
 

@@ -28,8 +28,8 @@ mod timers;
 
 pub use btbf::{Btbf, TimerObservation};
 pub use gbf::{Gbf, GbfObservation};
-pub use infer_btbf::BtbfInference;
-pub use infer_gbf::GbfInference;
+pub use infer_btbf::{BtbfInference, ItemTerms};
+pub use infer_gbf::{GbfInference, ROUNDOFF_LIMIT};
 pub use shape::{BtbfShape, MAX_TIMING_HASHES};
 pub use timers::{TimerArray, MAX_TIMER_BITS};
 
