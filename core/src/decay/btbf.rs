@@ -26,6 +26,8 @@ pub struct TimerObservation {
     pub at_oldest: u32,
     /// `b`: insertions into the current block.
     pub in_block: u64,
+    /// `L = ⌈(w − b)/B⌉`: the largest age still live at the observation (Definition 8).
+    pub live: u64,
 }
 
 /// A block timing Bloom filter (a timing Bloom filter when `B = 1`).
@@ -51,6 +53,10 @@ pub struct Btbf {
     in_block: u64,
     /// The next timer the expiry scan looks at.
     scan: u64,
+    /// `T_Ω + 1`, the timestamps' cycle (kept: ages are taken on every probe).
+    cycle: u64,
+    /// `⌈(w − b)/B⌉` for the current `b` (kept: every query needs it).
+    live: u64,
 }
 
 impl Btbf {
@@ -69,6 +75,8 @@ impl Btbf {
             now: 0,
             in_block: 0,
             scan: 0,
+            cycle: shape.t_omega() + 1,
+            live: shape.live_ages(0),
         })
     }
 
@@ -87,27 +95,15 @@ impl Btbf {
         self.timers.memory_bits()
     }
 
-    /// The distinct timers of `hash`, in `out`; returns how many.
-    #[inline]
-    fn cells(&self, hash: KeyHash, out: &mut [u64; MAX_TIMING_HASHES as usize]) -> usize {
-        let mut n = 0;
-        for pos in hash.probes(self.shape.hashes, self.modulus) {
-            if !out[..n].contains(&pos) {
-                out[n] = pos;
-                n += 1;
-            }
-        }
-        n
-    }
-
     /// The age of timestamp `t` (`None` for `T_ε`).
     #[inline]
     fn age(&self, t: u64) -> Option<u64> {
         if t == self.shape.t_expired() {
             return None;
         }
-        let cycle = self.shape.t_omega() + 1;
-        Some((self.now + cycle - t) % cycle)
+        // now, t < cycle: the difference lies in (0, 2 cycle); one conditional subtraction
+        let d = (self.now + self.cycle).wrapping_sub(t);
+        Some(if d >= self.cycle { d - self.cycle } else { d })
     }
 
     /// Inserts `key`.
@@ -122,10 +118,15 @@ impl Btbf {
         }
         if self.in_block + 1 == self.shape.block {
             self.in_block = 0;
-            self.now = (self.now + 1) % (self.shape.t_omega() + 1);
+            self.now = if self.now + 1 == self.cycle {
+                0
+            } else {
+                self.now + 1
+            };
         } else {
             self.in_block += 1;
         }
+        self.live = self.shape.live_ages(self.in_block);
         self.mark_expired();
     }
 
@@ -154,7 +155,7 @@ impl Btbf {
     /// [`Self::query`] for a pre-hashed key.
     #[inline]
     pub fn query_hash(&self, hash: KeyHash) -> bool {
-        let live = self.shape.live_ages(self.in_block);
+        let live = self.live;
         hash.probes(self.shape.hashes, self.modulus)
             .all(|pos| self.age(self.timers.get(pos)).is_some_and(|a| a <= live))
     }
@@ -168,16 +169,20 @@ impl Btbf {
     #[inline]
     pub fn observe_hash(&self, hash: KeyHash) -> TimerObservation {
         let mut cells = [0u64; MAX_TIMING_HASHES as usize];
-        let n = self.cells(hash, &mut cells);
-        let live = self.shape.live_ages(self.in_block);
+        let mut n = 0;
         let mut oldest = Some(0);
         let mut at_oldest = 0;
-        for &pos in &cells[..n] {
-            match self.age(self.timers.get(pos)).filter(|&a| a <= live) {
-                None => {
-                    oldest = None;
-                    break;
-                }
+        for pos in hash.probes(self.shape.hashes, self.modulus) {
+            if cells[..n].contains(&pos) {
+                continue;
+            }
+            cells[n] = pos;
+            n += 1;
+            if oldest.is_none() {
+                continue; // r_x still counts every distinct timer
+            }
+            match self.age(self.timers.get(pos)).filter(|&a| a <= self.live) {
+                None => oldest = None,
                 Some(a) if oldest.is_some_and(|o| a > o) => {
                     oldest = Some(a);
                     at_oldest = 1;
@@ -191,12 +196,24 @@ impl Btbf {
             oldest,
             at_oldest: if oldest.is_some() { at_oldest } else { 0 },
             in_block: self.in_block,
+            live: self.live,
         }
     }
 
     /// Checks that the stored timers agree with the shape (after deserializing).
     pub fn validate(&self) -> Result<()> {
         check_shape(&self.shape)?;
+        if self.cycle != self.shape.t_omega() + 1
+            || self.now >= self.cycle
+            || self.in_block >= self.shape.block
+            || self.live != self.shape.live_ages(self.in_block)
+        {
+            return Err(Error::ShapeMismatch {
+                what: "timestamp cycle vs shape",
+                left: self.cycle,
+                right: self.shape.t_omega() + 1,
+            });
+        }
         if self.timers.len() != self.shape.timers || self.timers.bpt() != self.shape.bpt {
             return Err(Error::ShapeMismatch {
                 what: "timers vs shape",

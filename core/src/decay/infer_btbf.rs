@@ -112,8 +112,7 @@ impl BtbfInference {
         f_block: impl Fn(u32) -> f64,
     ) -> f64 {
         let s = &self.shape;
-        let b = obs.in_block;
-        let live = s.live_ages(b);
+        let (b, live) = (obs.in_block, obs.live);
         let Some(lambda) = obs.oldest.filter(|&l| l <= live) else {
             return 0.0; // Theorem 2
         };
@@ -173,7 +172,7 @@ impl BtbfInference {
     pub fn likelihood(&self, obs: &TimerObservation, i: u64) -> f64 {
         let s = &self.shape;
         let b = obs.in_block;
-        match obs.oldest.filter(|&l| l <= s.live_ages(b)) {
+        match obs.oldest.filter(|&l| l <= obs.live) {
             None => f64::from(u8::from(i >= s.window)),
             Some(0) if i < b => 1.0,
             Some(0) => self.f(obs.distinct, 0, b),
