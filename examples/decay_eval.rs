@@ -23,7 +23,7 @@
 
 use chronobloom::core::decay::baselines::{prior_only, SimpleBuffer};
 use chronobloom::core::decay::decision::Penalties;
-use chronobloom::core::decay::prior::{harmonic, DistinctModel};
+use chronobloom::core::decay::prior::{harmonic, DistinctModel, FrequencyTable, SampleProbability};
 use chronobloom::core::decay::{Btbf, BtbfInference, BtbfShape, Gbf, GbfInference};
 use chronobloom::core::hash::{mix64, KeyHash};
 use clap::{Parser, ValueEnum};
@@ -287,12 +287,14 @@ fn from_csv(path: &PathBuf, window: u64) -> Result<Stream, String> {
     if items.is_empty() {
         return Err(format!("{}: no records", path.display()));
     }
-    let mut counts = vec![0u64; ids.len()];
+    // p_x: the learned frequency table over the whole file (every queried item occurs in it)
+    let mut table = FrequencyTable::new(1.0).map_err(|e| e.to_string())?;
     for &x in &items {
-        counts[x as usize] += 1;
+        table.observe(KeyHash::of(&x, 0));
     }
-    let n = items.len() as f64;
-    let p = counts.iter().map(|&c| c as f64 / n).collect();
+    let p = (0..ids.len() as u64)
+        .map(|x| table.p_x(KeyHash::of(&x, 0)))
+        .collect();
     let mut js: Vec<u64> = (0..7)
         .map(|e| 10u64.pow(e))
         .chain([window, 4 * window])
