@@ -58,6 +58,12 @@ fn timing(c: &mut Criterion) {
                 black_box(f.query(&key(i)))
             })
         });
+        group.bench_function("observe", |b| {
+            b.iter(|| {
+                i += 1;
+                black_box(f.observe(&key(i)))
+            })
+        });
         group.bench_function("posterior_cached", |b| {
             b.iter(|| {
                 i += 1;

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 /// What a BTBF holds about one key: the inputs of the posterior (§4, eqs. 19–20).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TimerObservation {
-    /// `r_x`: distinct timers of the key.
+    /// `r_x`: distinct timers of the key (with an expired timer: those read up to it).
     pub distinct: u32,
     /// `λ_x`, the age of the oldest timestamp among them; `None` when one has expired.
     pub oldest: Option<u64>,
@@ -178,11 +178,12 @@ impl Btbf {
             }
             cells[n] = pos;
             n += 1;
-            if oldest.is_none() {
-                continue; // r_x still counts every distinct timer
-            }
             match self.age(self.timers.get(pos)).filter(|&a| a <= self.live) {
-                None => oldest = None,
+                None => {
+                    // the posterior is 0 whatever the other timers hold (Theorem 2)
+                    oldest = None;
+                    break;
+                }
                 Some(a) if oldest.is_some_and(|o| a > o) => {
                     oldest = Some(a);
                     at_oldest = 1;
