@@ -170,32 +170,36 @@ impl Btbf {
     pub fn observe_hash(&self, hash: KeyHash) -> TimerObservation {
         let mut cells = [0u64; MAX_TIMING_HASHES as usize];
         let mut n = 0;
-        let mut oldest = Some(0);
-        let mut at_oldest = 0;
+        let (mut oldest, mut at_oldest) = (0, 0);
         for pos in hash.probes(self.shape.hashes, self.modulus) {
-            if cells[..n].contains(&pos) {
+            // a plain loop: `<[u64]>::contains` measured slower here than the whole query
+            if cells.iter().take(n).any(|&c| c == pos) {
                 continue;
             }
+            let Some(age) = self.age(self.timers.get(pos)).filter(|&a| a <= self.live) else {
+                // the posterior is 0 whatever the other timers hold (Theorem 2)
+                return TimerObservation {
+                    distinct: n as u32 + 1,
+                    oldest: None,
+                    at_oldest: 0,
+                    in_block: self.in_block,
+                    live: self.live,
+                };
+            };
             cells[n] = pos;
             n += 1;
-            match self.age(self.timers.get(pos)).filter(|&a| a <= self.live) {
-                None => {
-                    // the posterior is 0 whatever the other timers hold (Theorem 2)
-                    oldest = None;
-                    break;
-                }
-                Some(a) if oldest.is_some_and(|o| a > o) => {
-                    oldest = Some(a);
-                    at_oldest = 1;
-                }
-                Some(a) if oldest == Some(a) => at_oldest += 1,
-                Some(_) => {}
-            }
+            // selects, not branches: ages are random
+            at_oldest = if age > oldest {
+                1
+            } else {
+                at_oldest + u32::from(age == oldest)
+            };
+            oldest = oldest.max(age);
         }
         TimerObservation {
             distinct: n as u32,
-            oldest,
-            at_oldest: if oldest.is_some() { at_oldest } else { 0 },
+            oldest: Some(oldest),
+            at_oldest,
             in_block: self.in_block,
             live: self.live,
         }

@@ -115,9 +115,16 @@ impl Gbf {
     }
 
     /// [`Self::query`] for a pre-hashed key. A cell both reset and set by `x` is expected 0.
+    /// Equal to `self.observe_hash(hash).intact()`, but stops at the first cell that differs.
     #[inline]
     pub fn query_hash(&self, hash: KeyHash) -> bool {
-        self.observe_hash(hash).intact()
+        let k0 = self.resets;
+        let mut resets = hash.probes(k0, self.modulus);
+        resets.all(|pos| !self.bits.test(pos))
+            && hash
+                .probes(k0 + self.sets, self.modulus)
+                .skip(k0 as usize)
+                .all(|pos| self.bits.test(pos) || hash.probes(k0, self.modulus).any(|r| r == pos))
     }
 
     /// The observation `(r_{x,0}, r_{x,1}, c_{x,0}, c_{x,1})` the posterior needs.
@@ -140,7 +147,7 @@ impl Gbf {
             .probes(self.resets + self.sets, self.modulus)
             .enumerate()
         {
-            if seen[..n].contains(&pos) {
+            if seen.iter().take(n).any(|&c| c == pos) {
                 continue;
             }
             seen[n] = pos;
@@ -183,6 +190,24 @@ mod tests {
         let obs = f.observe(&"x");
         assert_eq!((obs.zero_cells, obs.one_cells, obs.zeros), (1, 0, 1));
         assert!(f.query(&"x"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn query_is_an_intact_observation(
+            cells in 1u64..200, k0 in 0u32..5, k1 in 0u32..5, inserts in 0u64..300, key in 0u64..1000,
+            last in proptest::prelude::any::<bool>(),
+        ) {
+            proptest::prop_assume!(k0 + k1 > 0);
+            let mut f = Gbf::new(cells, k0, k1, 3).expect("shape");
+            for i in 0..inserts {
+                f.insert(&crate::hash::mix64(i));
+            }
+            if last {
+                f.insert(&key); // an intact key, unless its own cells collide
+            }
+            proptest::prop_assert_eq!(f.query(&key), f.observe(&key).intact());
+        }
     }
 
     #[test]
