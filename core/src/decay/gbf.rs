@@ -204,7 +204,7 @@ mod tests {
                 f.insert(&crate::hash::mix64(i));
             }
             if last {
-                f.insert(&key); // an intact key, unless its own cells collide
+                f.insert(&key); // just inserted: intact
             }
             proptest::prop_assert_eq!(f.query(&key), f.observe(&key).intact());
         }
