@@ -162,6 +162,8 @@ mod tests {
         // the smallest block that fits: one less does not
         assert!(BtbfShape::new(s.window, s.timers, 4, 4, s.block - 1)
             .map_or(true, |t| t.scan_per_insert() > 4));
+        // 8 blocks of 8192 cover the window; 5 timestamps of padding
+        assert_eq!((s.block, s.padding, s.t_omega()), (8192, 5, 14));
     }
 
     #[test]
