@@ -165,6 +165,55 @@ impl Bits {
         self.words[(i / 64) as usize] >> (i % 64) & 1 == 1
     }
 
+    /// Clears bit `i` (`i < len`); returns whether it was set. The generalized Bloom filter
+    /// (paper 004 §5) resets cells as well as setting them.
+    #[inline]
+    pub fn clear(&mut self, i: u64) -> bool {
+        debug_assert!(i < self.len);
+        let w = (i / 64) as usize;
+        let b = 1u64 << (i % 64);
+        let old = self.words[w];
+        self.words[w] = old & !b;
+        self.dirty.touch(w);
+        old & b != 0
+    }
+
+    /// The `width`-bit field (1 to 64 bits) starting at bit `at`, low bit first; the field must lie
+    /// inside the array. Packed multi-bit cells (the timers of paper 004 §3) are read this way.
+    #[inline]
+    pub fn field(&self, at: u64, width: u32) -> u64 {
+        debug_assert!((1..=64).contains(&width) && at + u64::from(width) <= self.len);
+        let w = (at / 64) as usize;
+        let off = (at % 64) as u32;
+        let mask = u64::MAX >> (64 - width);
+        let low = self.words[w] >> off;
+        let value = if off + width > 64 {
+            low | self.words[w + 1] << (64 - off)
+        } else {
+            low
+        };
+        value & mask
+    }
+
+    /// Writes the low `width` bits of `value` into the field starting at bit `at` (see
+    /// [`Self::field`]).
+    #[inline]
+    pub fn set_field(&mut self, at: u64, width: u32, value: u64) {
+        debug_assert!((1..=64).contains(&width) && at + u64::from(width) <= self.len);
+        let w = (at / 64) as usize;
+        let off = (at % 64) as u32;
+        let mask = u64::MAX >> (64 - width);
+        let value = value & mask;
+        self.words[w] = (self.words[w] & !(mask << off)) | value << off;
+        self.dirty.touch(w);
+        if off + width > 64 {
+            let spill = off + width - 64;
+            let high = u64::MAX >> (64 - spill);
+            self.words[w + 1] = (self.words[w + 1] & !high) | value >> (64 - off);
+            self.dirty.touch(w + 1);
+        }
+    }
+
     /// The 8 words (512 bits) starting at word `first`, which must lie inside the array: one
     /// block of a blocked filter, fetched with a single bounds check.
     #[inline]
@@ -422,6 +471,25 @@ mod tests {
         assert!(b.test(129) && !b.test(128));
         assert_eq!(b.count_ones(), 2);
         assert_eq!(b.memory_bits(), 192);
+    }
+
+    #[test]
+    fn clear_and_fields_match_bit_by_bit() {
+        let mut b = Bits::new(200);
+        assert!(b.set(5) && b.clear(5) && !b.clear(5) && !b.test(5));
+        // fields of every width at offsets that straddle a word boundary or not
+        for width in [1u32, 3, 7, 13, 64] {
+            for at in [0u64, 60, 61, 63, 64, 120] {
+                let v = 0xdead_beef_cafe_f00d_u64 >> (64 - width);
+                b.set_field(at, width, v);
+                assert_eq!(b.field(at, width), v, "width {width} at {at}");
+                for j in 0..u64::from(width) {
+                    assert_eq!(b.test(at + j), v >> j & 1 == 1);
+                }
+                b.set_field(at, width, 0);
+                assert_eq!(b.count_ones(), 0, "width {width} at {at} left bits behind");
+            }
+        }
     }
 
     #[test]

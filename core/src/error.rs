@@ -105,6 +105,15 @@ pub enum Error {
         /// The number of bits requested.
         bits: u64,
     },
+    /// A closed-form posterior lost too much precision to cancellation (paper 004 §5.3.2: eq. 34
+    /// with many cells); the direct sum (`GbfInference::posterior`) does not.
+    #[error("eq. 34 over {cells} cells loses about {digits_lost} of 16 significant digits to roundoff; use the direct sum")]
+    RoundOff {
+        /// Cells in `R_x` (`r_{x,0} + r_{x,1}`).
+        cells: u32,
+        /// Decimal digits the cancellation costs, by the conditioning estimate.
+        digits_lost: u32,
+    },
 }
 
 /// Shorthand for results in this crate.

@@ -18,6 +18,7 @@ pub mod alloc;
 pub mod bits;
 pub mod bloom;
 pub mod changed;
+pub mod decay;
 pub mod error;
 pub mod hash;
 pub mod matrix;

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Paper 004 §6 on this repo's filters: runs examples/decay_eval on the uniform and Zipf streams and
+# on the source IPs (and, as a more diverse real stream, the 5-tuples) of data/real.pcap, writes
+# one JSON report per run to OUT_DIR, and prints a Markdown table per run (the tables of
+# docs/decay.md).
+#
+#   scripts/fetch-traces.sh     # once: data/real.pcap (GPL data, never committed)
+#   scripts/decay-eval.sh
+#
+# Environment:
+#   OUT_DIR   where the CSV and the JSON reports go (default target/decay-eval)
+#   BPI       bits per item, comma-separated (default 2,4,6,8,12,16)
+#   QUERIES   measured queries of the synthetic streams (default 1048576)
+#   SEED      seed of streams, penalties and hashes (default 1)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT_DIR="${OUT_DIR:-${ROOT}/target/decay-eval}"
+BPI="${BPI:-2,4,6,8,12,16}"
+QUERIES="${QUERIES:-1048576}"
+SEED="${SEED:-1}"
+mkdir -p "${OUT_DIR}"
+cd "${ROOT}"
+
+command -v jq >/dev/null || { echo "decay-eval: jq is required for the tables" >&2; exit 1; }
+[[ -f data/real.pcap ]] || { echo "decay-eval: run scripts/fetch-traces.sh first" >&2; exit 1; }
+
+cargo build --release --example decay_eval --example trace_keys
+bin="${ROOT}/target/release/examples"
+
+# one line per IP packet: `tick,source address` and `tick,5-tuple`
+"${bin}/trace_keys" data/real.pcap src > "${OUT_DIR}/real_src.csv"
+"${bin}/trace_keys" data/real.pcap 5tuple > "${OUT_DIR}/real_5tuple.csv"
+
+common=(--bits-per-item "${BPI}" --seed "${SEED}" --json)
+run() {
+  local name="$1"
+  shift
+  echo "decay-eval: ${name}: decay_eval $* ${common[*]}" >&2
+  "${bin}/decay_eval" "$@" "${common[@]}" > "${OUT_DIR}/${name}.json"
+}
+run uniform --stream uniform --universe 65536 --window 65536 --queries "${QUERIES}" --warm 262144
+run zipf --stream zipf --universe 65536 --window 2048 --queries "${QUERIES}" --warm 262144
+run real_src_w16 --data "${OUT_DIR}/real_src.csv" --window 16 --warm 8192
+run real_src_w256 --data "${OUT_DIR}/real_src.csv" --window 256 --warm 8192
+run real_5tuple_w256 --data "${OUT_DIR}/real_5tuple.csv" --window 256 --warm 8192
+
+for name in uniform zipf real_src_w16 real_src_w256 real_5tuple_w256; do
+  jq -r '
+    def r3: if . == null then "-" else (. * 1000 | round / 1000) end;
+    def row($f): .rows[] | select(.filter == $f);
+    "\n### \(.stream), w = \(.window), POS/NEG = \(.pos_neg_ratio | r3), \(.queries) queries\n",
+    "| bits/item | BTBF | inf. BTBF | inf./std BTBF | GBF | inf. GBF | inf./std GBF | buffer | post. err inf. BTBF |",
+    "|---|---|---|---|---|---|---|---|---|",
+    ( [.rows[] | .bits_per_item] | unique | map(select(. > 0)) ) as $bpis
+    | . as $r
+    | $bpis[]
+    | . as $b
+    | [ $r.rows[] | select(.bits_per_item == $b) ] as $rs
+    | ($rs | map({(.filter): .}) | add) as $m
+    | "| \($b) | \($m.btbf.penalty_ratio | r3) | \($m.btbf_inferential.penalty_ratio | r3) | **\($m.btbf_inferential.vs_standard | r3)** | \($m.gbf.penalty_ratio | r3) | \($m.gbf_inferential.penalty_ratio | r3) | \($m.gbf_inferential.vs_standard | r3) | \($m.buffer.penalty_ratio | r3) | \($m.btbf_inferential.posterior_error | r3) |"
+  ' "${OUT_DIR}/${name}.json"
+done
