@@ -339,10 +339,12 @@ impl TaggedCuckooFilter {
     /// so later false positives, depends on the order of insertion). `items` is left empty.
     ///
     /// ```
+    /// use chronobloom_core::hash::KeyHash;
     /// use chronobloom_core::window::{Prior, TaggedCuckooFilter};
     /// let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 0).unwrap();
+    /// let (x, y) = (KeyHash::of(&"x", 0).lo, KeyHash::of(&"y", 0).lo);
     /// let mut found = Vec::new();
-    /// f.insert_batch(&mut vec![("a", 1), ("b", 2), ("c", 1)], 5, |x, p| found.push((x, p)))
+    /// f.insert_batch(&mut vec![("a", x), ("b", y), ("c", x)], 5, |i, p| found.push((i, p)))
     ///     .unwrap();
     /// found.sort();
     /// assert_eq!(found, [("a", Prior::New), ("b", Prior::New), ("c", Prior::Current)]);
