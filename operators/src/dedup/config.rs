@@ -137,7 +137,7 @@ impl DedupConfigBuilder {
     /// once from [`expected_items_per_window`](Self::expected_items_per_window) (required
     /// then), about 10 cells a key. Default off: the compact state
     /// ([`chronobloom_core::window::TaggedCuckooFilter`]) sizes itself from the stream and
-    /// holds about 16–21 bits a key.
+    /// holds one 16-bit slot a key (25–30 bits per key of the window measured, with load and resizing).
     pub fn exact_edge(mut self, exact: bool) -> Self {
         self.exact_edge = exact;
         self

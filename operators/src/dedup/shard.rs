@@ -94,13 +94,13 @@ impl ShardFilter {
 
     /// Hands each item to `done` with whether its key is reported seen at `now`.
     #[inline]
-    pub fn seen_each<T, I, F>(&self, items: I, now: Tick, mut done: F)
+    pub fn seen_each<T, I, F>(&self, items: I, now: Tick, done: F)
     where
         I: Iterator<Item = (T, u64)>,
         F: FnMut(T, bool),
     {
         match self {
-            ShardFilter::Compact(f) => items.for_each(|(item, fp)| done(item, f.seen(fp, now))),
+            ShardFilter::Compact(f) => f.seen_each(items, now, done),
             ShardFilter::ExactEdge(f) => f.seen_each(items, now, done),
         }
     }

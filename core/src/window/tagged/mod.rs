@@ -325,6 +325,28 @@ impl TaggedCuckooFilter {
         with_tables!(&self.store, t => t.tables.iter().any(|table| table.contains(table.spot(hash, bits), live)))
     }
 
+    /// Hands each item to `done` with whether its key (64-bit hash) is reported at `now`: the
+    /// batch form of [`seen`](Self::seen), deciding the live generations once.
+    #[inline]
+    pub fn seen_each<T>(
+        &self,
+        items: impl Iterator<Item = (T, u64)>,
+        now: Tick,
+        mut done: impl FnMut(T, bool),
+    ) {
+        let Some(live) = self.live_mask(now) else {
+            items.for_each(|(item, _)| done(item, false));
+            return;
+        };
+        with_tables!(&self.store, t => {
+            for (item, hash) in items {
+                let bits = fp_bits(hash);
+                let seen = t.tables.iter().any(|table| table.contains(table.spot(hash, bits), live));
+                done(item, seen);
+            }
+        })
+    }
+
     /// Inserts the key with 64-bit hash `hash` at `now` (not before the latest insertion's
     /// generation) and says what it found.
     pub fn insert_fingerprint(&mut self, hash: u64, now: Tick) -> Result<Prior> {
