@@ -242,7 +242,7 @@ impl<D: ExchangeData> DecideState<D> {
                     f.prefetch(keys[i]);
                 }
                 let items = segment.iter().map(|&(_, i)| ((), keys[i]));
-                if f.insert_each(items, last, |(), _| {}).is_err() {
+                if f.insert_each(items, last, |_| false, |(), _| {}).is_err() {
                     self.unplaced += segment.len() as u64;
                 }
             }
@@ -290,7 +290,9 @@ impl<D: ExchangeData> DecideState<D> {
                 ahead = end;
                 let items = run.iter().map(|&(_, i)| (i, records[i].1));
                 f.seen_each(items.clone(), t, |i, seen| fresh[i] = !seen);
-                let placed = f.insert_each(items, t, |i, found| {
+                // a record not seen before the tick has no live entry yet
+                let absent = |i: &usize| fresh[*i];
+                let placed = f.insert_each(items, t, absent, |i, found| {
                     let fp = records[i].1;
                     if found == Found::Recent && fresh[i] {
                         repeats.push((t, fp));

@@ -107,18 +107,26 @@ impl ShardFilter {
 
     /// Inserts each item's key at `now` and hands the item to `done` with what was found. The
     /// state reached does not depend on the items' order (so `ByKey` decides identically for
-    /// any number of workers). Fails only when `now` is before an earlier insertion's
-    /// generation (the operator never does that).
+    /// any number of workers). `absent(item)` true promises the item's key was not seen at `now`
+    /// before these inserts (it spares the compact filter a look-up). Fails only when `now` is
+    /// before an earlier insertion's generation (the operator never does that).
     #[inline]
-    pub fn insert_each<T, I, F>(&mut self, items: I, now: Tick, mut done: F) -> Result<()>
+    pub fn insert_each<T, I, A, F>(
+        &mut self,
+        items: I,
+        now: Tick,
+        absent: A,
+        mut done: F,
+    ) -> Result<()>
     where
         I: Iterator<Item = (T, u64)>,
+        A: Fn(&T) -> bool,
         F: FnMut(T, Found),
     {
         match self {
             ShardFilter::Compact(f) => {
                 let mut batch: Vec<(T, u64)> = items.collect();
-                f.insert_batch(&mut batch, now, |item, prior| {
+                f.insert_batch_with(&mut batch, now, absent, |item, prior| {
                     let found = match prior {
                         Prior::Current => Found::Recent,
                         Prior::New | Prior::Older => Found::Other,

@@ -375,12 +375,29 @@ impl TaggedCuckooFilter {
         &mut self,
         items: &mut Vec<(T, u64)>,
         now: Tick,
+        done: impl FnMut(T, Prior),
+    ) -> Result<()> {
+        self.insert_batch_with(items, now, |_| false, done)
+    }
+
+    /// [`insert_batch`](Self::insert_batch) for a caller that knows some keys are absent:
+    /// `absent(item)` true promises that [`seen`](Self::seen) at `now` was false for the item's
+    /// key (before this batch), which spares the re-tag pass its look-up.
+    pub fn insert_batch_with<T>(
+        &mut self,
+        items: &mut Vec<(T, u64)>,
+        now: Tick,
+        absent: impl Fn(&T) -> bool,
         mut done: impl FnMut(T, Prior),
     ) -> Result<()> {
         self.observe(now)?;
         let (tag, live) = self.tags(now);
         let mut fresh = Vec::with_capacity(items.len());
         for (item, hash) in items.drain(..) {
+            if absent(&item) {
+                fresh.push((item, hash));
+                continue;
+            }
             let bits = fp_bits(hash);
             let found = with_tables!(&mut self.store, t => {
                 let active = t.active_mut();
