@@ -8,6 +8,7 @@ pub mod delta;
 pub mod digest;
 pub mod held;
 pub mod local;
+mod local_state;
 pub mod query;
 pub mod state;
 pub mod stats;

@@ -38,14 +38,16 @@ use chronobloom_core::hash::{Key, KeyHash};
 use chronobloom_core::sketch::FmSketch;
 use chronobloom_core::temporal::{dyadic_cover, Allocation, Tick, TimeRange};
 use serde::{Deserialize, Serialize};
-use std::collections::btree_map::Entry;
+use solve::solve;
 use std::collections::BTreeMap;
-use timely::dataflow::channels::pact::{Exchange, Pipeline};
+use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::{Broadcast, Map};
 use timely::dataflow::operators::Capability;
 use timely::dataflow::StreamVec;
 use timely::progress::frontier::MutableAntichain;
+
+mod solve;
 
 /// Which earlier partition a partition's allocation is learned from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -549,138 +551,4 @@ impl<'scope, K: Key + 'static> Allocator<'scope> for StreamVec<'scope, u64, K> {
             sketches,
         })
     }
-}
-
-/// A partition's merged sketch, the number of worker sketches in it, and why a merge was refused.
-type Merged = (PartitionSketch, u64, Option<String>);
-
-/// Merges the workers' sketches on worker 0 and decides each partition's allocation once.
-fn solve<'scope>(
-    lessons: StreamVec<'scope, u64, (u64, PartitionSketch)>,
-    index: IndexConfig,
-    config: AllocatorConfig,
-    parts: Partitions,
-) -> StreamVec<'scope, u64, AllocationReport> {
-    let solver = lessons.scope().index() == 0;
-    let lag = config.lag.partitions();
-    let to_zero = Exchange::new(|_: &(u64, PartitionSketch)| 0);
-    lessons.unary_frontier(to_zero, "SolveAllocation", move |default_cap, _| {
-        // Worker 0 holds a capability at the first tick of the next undecided partition.
-        let mut cap = solver.then_some(default_cap);
-        let mut next = 0u64;
-        let mut merged: BTreeMap<u64, Merged> = BTreeMap::new();
-        move |(input, frontier), output| {
-            input.for_each_stamp(|_, data| {
-                for batch in data {
-                    for (p, sketch) in batch.drain(..) {
-                        match merged.entry(p) {
-                            Entry::Vacant(v) => {
-                                v.insert((sketch, 1, None));
-                            }
-                            Entry::Occupied(mut o) => {
-                                let (m, n, refused) = o.get_mut();
-                                *n += 1;
-                                if let Err(e) = m.merge(&sketch) {
-                                    *refused = Some(e.to_string());
-                                }
-                            }
-                        }
-                    }
-                }
-            });
-            let Some(c) = cap.as_mut() else {
-                merged.clear();
-                return;
-            };
-            let closed = parts.closed_before(head(frontier));
-            // Allocations of partitions below `end` can be decided now: the first `lag` ones, and
-            // those whose partition to learn from (below `closed`) has closed everywhere.
-            let end = closed.saturating_add(lag).min(parts.count);
-            let rest = merged.split_off(&end.saturating_sub(lag));
-            let ready = std::mem::replace(&mut merged, rest);
-            for q in next..end.min(lag) {
-                c.downgrade(&parts.start(q));
-                output.session(c).give(AllocationReport {
-                    partition: q,
-                    allocation: index.allocation().clone(),
-                    source: AllocationSource::Configured,
-                    learned: Vec::new(),
-                    sketches: 0,
-                });
-            }
-            for (p, lesson) in ready {
-                let q = p + lag;
-                c.downgrade(&parts.start(q));
-                output
-                    .session(c)
-                    .give(decide(&index, &config, q, p, lesson));
-            }
-            // Closed partitions whose allocation would be for a partition past the last.
-            merged = merged.split_off(&closed);
-            next = next.max(end);
-            if next >= parts.count || closed == u64::MAX {
-                cap = None;
-            } else {
-                c.downgrade(&parts.start(next));
-            }
-        }
-    })
-}
-
-/// The allocation of partition `q` from what partition `p` taught.
-fn decide(
-    index: &IndexConfig,
-    config: &AllocatorConfig,
-    q: u64,
-    p: u64,
-    (sketch, sketches, refused): Merged,
-) -> AllocationReport {
-    let configured = index.allocation().clone();
-    let learned = sketch.filter_stats();
-    let (allocation, source) = if let Some(reason) = refused {
-        (configured, AllocationSource::Refused { from: p, reason })
-    } else if learned.iter().any(|s| s.distinct > 0.0) {
-        match allocate(index, config, &learned) {
-            Ok(a) => (a, AllocationSource::Learned { from: p }),
-            Err(e) => (
-                configured,
-                AllocationSource::Refused {
-                    from: p,
-                    reason: e.to_string(),
-                },
-            ),
-        }
-    } else {
-        (configured, AllocationSource::NothingLearned { from: p })
-    };
-    AllocationReport {
-        partition: q,
-        allocation,
-        source,
-        learned,
-        sketches,
-    }
-}
-
-/// Solves the allocation for the index's total bits and checks it as an index configuration.
-fn allocate(
-    index: &IndexConfig,
-    config: &AllocatorConfig,
-    learned: &[FilterStats],
-) -> Result<Allocation> {
-    let bits = index.allocation().total_bits();
-    let allocation = config
-        .strategy
-        .allocate(learned, bits, config.k_max)?
-        .for_layout(index.layout());
-    IndexConfig::builder()
-        .epoch_len(index.epoch_len())
-        .partition_len(index.partition_len())
-        .partitions(index.partitions())
-        .allocation(allocation.clone())
-        .seed(index.seed())
-        .placement(index.placement())
-        .layout(index.layout())
-        .build()?;
-    Ok(allocation)
 }

@@ -49,7 +49,9 @@
 //! assert!(!f.contains("10.0.0.1", 163)); // W + S ticks later: forgotten
 //! ```
 
+mod rate;
 mod table;
+mod tables;
 
 pub use table::Prior;
 
@@ -57,8 +59,10 @@ use crate::error::{Error, Result};
 use crate::hash::KeyHash;
 use crate::temporal::Tick;
 use crate::window::WindowFilter;
+use rate::Rate;
 use serde::{Deserialize, Serialize};
-use table::{Slot, Table, SLOTS, TAGS};
+use table::{Slot, SLOTS, TAGS};
+use tables::Tables;
 
 /// Load at which a table is full.
 const LOAD: f64 = 0.95;
@@ -70,15 +74,6 @@ const MIN_BUCKETS: usize = 1;
 pub const MAX_LIVE_GENERATIONS: u64 = TAGS - 1;
 /// Largest window, in ticks.
 pub const MAX_WINDOW: Tick = 1 << 40;
-
-/// Tables of one slot width: the last receives insertions, the others are read until their
-/// entries die.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Tables<S> {
-    tables: Vec<Table<S>>,
-    /// Per table but the last, the generation it stopped receiving insertions.
-    stopped: Vec<u64>,
-}
 
 /// The tables in the slot width ε needs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,79 +90,6 @@ macro_rules! with_tables {
             Store::Wide($t) => $body,
         }
     };
-}
-
-/// What the sizing rule knows of the stream since the filter last started empty.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-struct Rate {
-    /// The first tick inserted and its generation.
-    first_tick: Tick,
-    first_gen: u64,
-    /// New keys (placed in a slot of their own) of the first tick.
-    first_tick_new: u64,
-    /// New keys of the previous and the current generation.
-    previous_new: u64,
-    current_new: u64,
-    /// The latest tick inserted and the current generation's new keys before it.
-    tick: Tick,
-    new_before_tick: u64,
-}
-
-impl Rate {
-    fn start(now: Tick, gen: u64) -> Self {
-        Rate {
-            first_tick: now,
-            first_gen: gen,
-            tick: now,
-            ..Rate::default()
-        }
-    }
-
-    fn record_new(&mut self, now: Tick) {
-        if now > self.tick {
-            self.tick = now;
-            self.new_before_tick = self.current_new;
-        }
-        self.current_new += 1;
-        if now == self.first_tick {
-            self.first_tick_new += 1;
-        }
-    }
-
-    fn end_generation(&mut self) {
-        self.previous_new = self.current_new;
-        self.current_new = 0;
-        self.new_before_tick = 0;
-    }
-
-    /// New keys per tick over the previous and the current generation's completed ticks, the
-    /// stream's first tick left out (a stream's first keys are all new, however long they
-    /// live); `None` before a tick after the first has completed.
-    fn new_per_tick(&self, now: Tick, gen: u64, g_len: Tick) -> Option<f64> {
-        let counted_from = if gen > self.first_gen { gen - 1 } else { gen };
-        let span_start = counted_from
-            .saturating_mul(g_len)
-            .max(self.first_tick.saturating_add(1));
-        let before = if now > self.tick {
-            self.current_new
-        } else {
-            self.new_before_tick
-        };
-        let ticks = now.saturating_sub(span_start);
-        if ticks == 0 {
-            return None;
-        }
-        let mut new = before
-            + if gen > self.first_gen {
-                self.previous_new
-            } else {
-                0
-            };
-        if self.first_gen >= counted_from {
-            new = new.saturating_sub(self.first_tick_new);
-        }
-        Some(new as f64 / ticks as f64)
-    }
 }
 
 /// Lifetime statistics of a [`TaggedCuckooFilter`].
@@ -622,64 +544,6 @@ impl TaggedCuckooFilter {
         let (buckets, seed) = (buckets_for(items), self.seed);
         with_tables!(&mut self.store, t => t.start(buckets, gen, seed));
         self.started = gen;
-    }
-}
-
-impl<S: Slot> Tables<S> {
-    fn new(buckets: usize, seed: u64) -> Self {
-        Tables {
-            tables: vec![Table::new(buckets, seed)],
-            stopped: Vec::new(),
-        }
-    }
-
-    fn active(&self) -> &Table<S> {
-        &self.tables[self.tables.len() - 1]
-    }
-
-    fn active_mut(&mut self) -> &mut Table<S> {
-        let last = self.tables.len() - 1;
-        &mut self.tables[last]
-    }
-
-    fn start(&mut self, buckets: usize, gen: u64, seed: u64) {
-        self.stopped.push(gen);
-        self.tables.push(Table::new(buckets, seed));
-    }
-
-    /// Drops the tables whose entries are all dead at the start of generation `g`.
-    fn drop_drained(&mut self, g: u64, live_gens: u64) {
-        let mut i = 0;
-        while i < self.stopped.len() {
-            if self.stopped[i] + live_gens <= g {
-                self.stopped.remove(i);
-                self.tables.remove(i);
-            } else {
-                i += 1;
-            }
-        }
-    }
-
-    /// Clears the `dead` tags from every table; returns the entries left.
-    fn sweep(&mut self, dead: u32) -> u64 {
-        self.tables.iter_mut().map(|t| t.sweep(dead)).sum()
-    }
-
-    /// Empties the filter: one table of `buckets` buckets, as a new filter has.
-    fn reset(&mut self, buckets: usize, seed: u64) {
-        *self = Tables::new(buckets, seed);
-    }
-
-    fn occupancy(&self) -> (f64, f64) {
-        let (mut occupied, mut slots, mut fpr) = (0u64, 0u64, 0.0);
-        let values = ((1u64 << S::FP_BITS) - 1) as f64;
-        for t in &self.tables {
-            occupied += t.occupied();
-            slots += t.capacity();
-            let load = t.occupied() as f64 / t.capacity().max(1) as f64;
-            fpr += (2 * SLOTS) as f64 * load / values;
-        }
-        (occupied as f64 / slots.max(1) as f64, fpr)
     }
 }
 

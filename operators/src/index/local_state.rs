@@ -1,0 +1,527 @@
+//! One worker's local index state: open epochs, their buffers and logs, the per-partition PBF-2s,
+//! and what closes an epoch (shipments of records or changed words).
+
+use super::config::{AllocationLag, IndexConfig, Placement};
+use super::delta::{shard_words, DeltaWords, EpochRecords, LevelDelta, Shipment};
+use super::held::Held;
+use super::stats::{LocalStats, RejectReason};
+use chronobloom_core::bloom::Layout;
+use chronobloom_core::hash::{Key, KeyHash};
+use chronobloom_core::temporal::{Allocation, Pbf2, TemporalFilter, Tick};
+use std::collections::btree_map::Entry;
+use std::collections::BTreeMap;
+use timely::dataflow::operators::Capability;
+
+/// An epoch with records that has not closed yet.
+struct OpenEpoch {
+    cap: Capability<u64>,
+    /// Records held back: of an epoch that is not the earliest open one, or whose partition's
+    /// allocation is not known yet.
+    buffer: Held,
+    stats: LocalStats,
+    /// The epoch's records as hashes, for shipping instead of changed words when smaller;
+    /// `None` once they outgrow [`LocalState::log_cap`].
+    log: Option<EpochRecords>,
+    /// Logged records that arrived while the epoch could not close (counted in the buffer).
+    waiting: u64,
+}
+
+/// One worker's local index.
+pub(super) struct LocalState {
+    config: IndexConfig,
+    me: usize,
+    peers: usize,
+    /// Whether partitions take announced allocations.
+    announced: bool,
+    /// The epoch holding the records input's frontier (`None` once it is empty).
+    head: Option<u64>,
+    /// The allocation input's frontier: `None` before the first call, `Some(None)` once empty.
+    pub(super) alloc_head: Option<Option<Tick>>,
+    /// Per-partition filters with dirty tracking on every level.
+    filters: BTreeMap<u64, Pbf2>,
+    open: BTreeMap<u64, OpenEpoch>,
+    /// Valid announcements by partition, the smallest kept.
+    announcements: BTreeMap<u64, Allocation>,
+    /// The allocation each partition uses, once known.
+    resolved: BTreeMap<u64, Allocation>,
+    /// The last partition announced to the merge.
+    shipped: Option<u64>,
+    /// Records held back in all open epochs.
+    buffered: u64,
+    /// Refused announcements not reported yet.
+    refused: u64,
+    /// Scratch space for a batch's key hashes and ticks.
+    hashes: Vec<KeyHash>,
+    ticks: Vec<Tick>,
+    /// Records an epoch's log may hold: past it, the changed words are surely fewer bytes.
+    log_cap: usize,
+    /// Whether shipped hashes carry `hi` (the standard layout).
+    with_hi: bool,
+}
+
+impl LocalState {
+    pub(super) fn new(config: IndexConfig, me: usize, peers: usize, announced: bool) -> Self {
+        let with_hi = config.layout() == Layout::Standard;
+        let bits: u64 = config.allocation().shapes().iter().map(|s| s.bits).sum();
+        // A record log longer than the whole partition's words is never the smaller shipment;
+        // offsets from the epoch's start must fit 32 bits.
+        let log_cap = if config.epoch_len() <= 1 << 32 {
+            (bits / 8 / EpochRecords::record_bytes(with_hi, config.epoch_len())) as usize
+        } else {
+            0
+        };
+        LocalState {
+            config,
+            me,
+            peers,
+            announced,
+            head: None,
+            alloc_head: None,
+            filters: BTreeMap::new(),
+            open: BTreeMap::new(),
+            announcements: BTreeMap::new(),
+            resolved: BTreeMap::new(),
+            shipped: None,
+            buffered: 0,
+            refused: 0,
+            hashes: Vec::new(),
+            ticks: Vec::new(),
+            log_cap,
+            with_hi,
+        }
+    }
+
+    /// Records an announcement stamped `t` for partition `p`.
+    pub(super) fn announce(&mut self, t: Tick, p: u64, a: Allocation) {
+        let valid = p < self.config.partitions()
+            && t <= self.config.partition_start(p)
+            && self.config.fits(&a);
+        if !valid {
+            self.refused += 1;
+            return;
+        }
+        let key = |a: &Allocation| {
+            a.shapes()
+                .iter()
+                .map(|s| (s.bits, s.hashes))
+                .collect::<Vec<_>>()
+        };
+        match self.announcements.entry(p) {
+            Entry::Vacant(v) => {
+                v.insert(a);
+            }
+            Entry::Occupied(mut o) => {
+                if key(&a) < key(o.get()) {
+                    o.insert(a);
+                }
+            }
+        }
+    }
+
+    /// The allocation partition `p` uses, once no announcement that decides it can arrive.
+    fn resolve(&mut self, p: u64) -> Option<&Allocation> {
+        if !self.resolved.contains_key(&p) {
+            let decided_by = match self.config.allocation_lag() {
+                _ if !self.announced => None,
+                AllocationLag::Wait => Some(p),
+                AllocationLag::Previous => p.checked_sub(1),
+            };
+            let chosen = match decided_by {
+                None => self.config.allocation().clone(),
+                Some(q) => {
+                    let start = self.config.partition_start(q);
+                    let passed = self.alloc_head.is_some_and(|h| h.is_none_or(|h| h > start));
+                    if !passed {
+                        return None;
+                    }
+                    self.announcements
+                        .get(&q)
+                        .cloned()
+                        .unwrap_or_else(|| self.config.allocation().clone())
+                }
+            };
+            self.resolved.insert(p, chosen);
+        }
+        self.resolved.get(&p)
+    }
+
+    fn open_epoch(&mut self, e: u64, cap: impl FnOnce() -> Capability<u64>) {
+        let start = self.config.epoch_start(e);
+        let log = (self.log_cap > 0).then(|| EpochRecords::new(start, self.config.epoch_len()));
+        self.open.entry(e).or_insert_with(|| OpenEpoch {
+            cap: cap(),
+            buffer: Held::default(),
+            stats: LocalStats::default(),
+            log,
+            waiting: 0,
+        });
+    }
+
+    /// Accepts a batch of `(tick, key)` records stamped `ts`: hashes each key once, places a late
+    /// record (tick below `ts`) at `ts`, and hands each run of records of one epoch to
+    /// [`Self::insert_run`], opening the epoch with `cap(its last tick)` when needed.
+    pub(super) fn accept<K: Key>(
+        &mut self,
+        ts: Tick,
+        batch: &mut Vec<(Tick, K)>,
+        mut cap: impl FnMut(Tick) -> Capability<u64>,
+    ) {
+        let seed = self.config.seed();
+        let mut hashes = std::mem::take(&mut self.hashes);
+        let mut ticks = std::mem::take(&mut self.ticks);
+        hashes.clear();
+        ticks.clear();
+        let mut late = 0;
+        for (t, key) in batch.drain(..) {
+            late += u64::from(t < ts);
+            hashes.push(KeyHash::of(&key, seed));
+            ticks.push(t.max(ts));
+        }
+        let mut i = 0;
+        while i < ticks.len() {
+            let e = self.config.epoch_of(ticks[i]);
+            let (first, last) = (self.config.epoch_start(e), self.config.epoch_last(e));
+            let n = ticks[i..]
+                .iter()
+                .take_while(|&&t| (first..=last).contains(&t))
+                .count();
+            self.open_epoch(e, || cap(last));
+            if let Some(epoch) = self.open.get_mut(&e) {
+                epoch.stats.late += std::mem::take(&mut late);
+            }
+            self.insert_run(e, &hashes[i..i + n], &ticks[i..i + n]);
+            i += n;
+        }
+        self.hashes = hashes;
+        self.ticks = ticks;
+    }
+
+    /// Records a run of key hashes at their ticks, all in the open epoch `e`. While the epoch's
+    /// records are fewer bytes than its partition's words they are only logged: they will travel
+    /// as hashes, and every receiver (this worker too) inserts them into its merged state, so the
+    /// local filter never sees them. Past that, the log is spilled and records go the way of
+    /// changed words ([`Self::place`]).
+    fn insert_run(&mut self, e: u64, hashes: &[KeyHash], ticks: &[Tick]) {
+        let n = hashes.len() as u64;
+        let Some(epoch) = self.open.get_mut(&e) else {
+            return;
+        };
+        // An epoch lies in one partition, and the horizon is a partition boundary.
+        if self.config.epoch_start(e) >= self.config.horizon() {
+            *epoch
+                .stats
+                .rejected
+                .entry(RejectReason::BeyondHorizon)
+                .or_default() += n;
+            return;
+        }
+        if epoch
+            .log
+            .as_ref()
+            .is_some_and(|l| l.len() + hashes.len() <= self.log_cap)
+        {
+            let direct = self.direct(e);
+            // Records of an epoch that cannot close yet wait within the buffer's bound.
+            let room = if direct {
+                n
+            } else {
+                self.config
+                    .max_buffered()
+                    .saturating_sub(self.buffered)
+                    .min(n)
+            };
+            let Some(epoch) = self.open.get_mut(&e) else {
+                return;
+            };
+            if let Some(log) = epoch.log.as_mut() {
+                for (&h, &t) in hashes.iter().zip(ticks).take(room as usize) {
+                    log.push(h, t, self.with_hi);
+                }
+            }
+            if !direct {
+                self.buffered += room;
+                epoch.waiting += room;
+            }
+            epoch.stats.records += room;
+            if room < n {
+                *epoch
+                    .stats
+                    .rejected
+                    .entry(RejectReason::BufferFull)
+                    .or_default() += n - room;
+            }
+            return;
+        }
+        if epoch.log.is_some() {
+            self.buffered -= std::mem::take(&mut epoch.waiting);
+            if let Some(spilled) = epoch.log.take() {
+                epoch.stats.records -= spilled.len() as u64;
+                let (h, t): (Vec<KeyHash>, Vec<Tick>) = spilled.iter().unzip();
+                self.place(e, &h, &t);
+            }
+        }
+        self.place(e, hashes, ticks);
+    }
+
+    /// Whether epoch `e`'s records can go in now: it is the earliest open epoch, holds the
+    /// frontier, and its partition's allocation is known.
+    fn direct(&mut self, e: u64) -> bool {
+        let p = self.config.partition_of_epoch(e);
+        self.head == Some(e) && self.open.keys().next() == Some(&e) && self.resolve(p).is_some()
+    }
+
+    /// Puts a run of epoch `e`'s records in the local filter: straight in when `e` is the
+    /// earliest open epoch, holds the frontier and its partition's allocation is known; held
+    /// back otherwise.
+    fn place(&mut self, e: u64, hashes: &[KeyHash], ticks: &[Tick]) {
+        let n = hashes.len() as u64;
+        let p = self.config.partition_of_epoch(e);
+        let base = self.config.partition_start(p);
+        let direct = self.direct(e);
+        let locals = ticks.iter().map(|&t| t - base);
+        if !direct {
+            let Some(epoch) = self.open.get_mut(&e) else {
+                return;
+            };
+            let room = self
+                .config
+                .max_buffered()
+                .saturating_sub(self.buffered)
+                .min(n);
+            epoch
+                .buffer
+                .push(hashes.iter().copied().zip(locals).take(room as usize));
+            self.buffered += room;
+            epoch.stats.records += room;
+            if room < n {
+                *epoch
+                    .stats
+                    .rejected
+                    .entry(RejectReason::BufferFull)
+                    .or_default() += n - room;
+            }
+            return;
+        }
+        let locals: Vec<Tick> = locals.collect();
+        let inserted = match self.filter(p) {
+            // The local ticks are below the partition length, the PBF-2's horizon.
+            Some(pbf) => pbf.insert_hashes_at(hashes, &locals).map_or(0, |()| n),
+            None => 0,
+        };
+        if let Some(epoch) = self.open.get_mut(&e) {
+            epoch.stats.records += inserted;
+            if inserted < n {
+                *epoch
+                    .stats
+                    .rejected
+                    .entry(RejectReason::BadAllocation)
+                    .or_default() += n;
+            }
+        }
+    }
+
+    /// Closes every open epoch before the one holding `head` (all of them when the frontier is
+    /// empty), in order, stopping at one whose partition's allocation is not known yet; then
+    /// lets the head epoch's records go straight into the filters when it is the earliest open
+    /// one.
+    pub(super) fn close_before(
+        &mut self,
+        head: Option<Tick>,
+    ) -> Vec<(Capability<u64>, Vec<Shipment>)> {
+        let head_epoch = head.map(|t| self.config.epoch_of(t));
+        self.head = head_epoch;
+        let mut out = Vec::new();
+        while let Some(&e) = self.open.keys().next() {
+            if head_epoch.is_some_and(|h| e >= h) {
+                break;
+            }
+            let p = self.config.partition_of_epoch(e);
+            if p < self.config.partitions() && self.resolve(p).is_none() {
+                break;
+            }
+            if let Some(epoch) = self.open.remove(&e) {
+                out.push(self.flush(e, epoch));
+            }
+        }
+        if let Some(h) = head_epoch.filter(|h| self.open.keys().next() == Some(h)) {
+            let p = self.config.partition_of_epoch(h);
+            if p < self.config.partitions() && self.resolve(p).is_some() {
+                self.drain_buffer(h);
+            }
+        }
+        // No record can reach a partition before the earliest open epoch's (or the head's).
+        match self.open.keys().next().copied().or(head_epoch) {
+            Some(e) => {
+                let p = self.config.partition_of_epoch(e);
+                self.filters = self.filters.split_off(&p);
+                let keep = p.saturating_sub(1);
+                self.resolved = self.resolved.split_off(&keep);
+                self.announcements = self.announcements.split_off(&keep);
+            }
+            None => self.filters.clear(),
+        }
+        out
+    }
+
+    /// Inserts epoch `e`'s held-back records (its partition's allocation is known).
+    fn drain_buffer(&mut self, e: u64) {
+        let Some(buffer) = self.open.get_mut(&e).map(|o| {
+            self.buffered -= std::mem::take(&mut o.waiting);
+            std::mem::take(&mut o.buffer)
+        }) else {
+            return;
+        };
+        let failed = self.insert_buffered(e, buffer);
+        if let Some(epoch) = self.open.get_mut(&e) {
+            count_failed(&mut epoch.stats, failed);
+        }
+    }
+
+    /// Inserts epoch `e`'s held-back records; returns how many found no filter.
+    fn insert_buffered(&mut self, e: u64, buffer: Held) -> u64 {
+        self.buffered -= buffer.len() as u64;
+        if buffer.is_empty() {
+            return 0;
+        }
+        match self.filter(self.config.partition_of_epoch(e)) {
+            // Held ticks are local to the partition, below its length (the PBF-2's horizon).
+            Some(pbf) => match pbf.insert_hashes_at(buffer.hashes(), buffer.ticks()) {
+                Ok(()) => 0,
+                Err(_) => buffer.len() as u64,
+            },
+            None => buffer.len() as u64,
+        }
+    }
+
+    /// Inserts the epoch's held-back records, drains the changed words of its partition and
+    /// builds one shipment per destination: the epoch's logged records as hashes (the log was
+    /// kept while smaller than the partition's words), else the changed words — every one for
+    /// every worker when replicated, the levels each worker owns when sharded.
+    fn flush(&mut self, e: u64, epoch: OpenEpoch) -> (Capability<u64>, Vec<Shipment>) {
+        let OpenEpoch {
+            cap,
+            buffer,
+            mut stats,
+            log,
+            waiting,
+        } = epoch;
+        self.buffered -= waiting;
+        let failed = self.insert_buffered(e, buffer);
+        count_failed(&mut stats, failed);
+        let p = self.config.partition_of_epoch(e);
+        // A logged epoch's records travel as hashes; its partition must exist to be announced.
+        let log = match log {
+            Some(l) if self.filter(p).is_none() => {
+                count_failed(&mut stats, l.len() as u64);
+                None
+            }
+            l => l,
+        };
+        let sharded = self.config.placement() == Placement::Sharded;
+        let mut per_dest: Vec<Vec<LevelDelta>> = vec![Vec::new(); self.peers];
+        let mut announce = None;
+        let peers = self.peers;
+        if let Some(pbf) = self.filters.get_mut(&p) {
+            if self.shipped.is_none_or(|s| s < p) {
+                self.shipped = Some(p);
+                announce = Some((p, pbf.allocation()));
+            }
+            for level in 0..pbf.levels() {
+                let Some(f) = pbf.level_mut(level) else {
+                    continue;
+                };
+                // Drained either way, so the next epoch's words are measured from here.
+                let changed = f.bits_mut().drain_changed();
+                if changed.is_empty() || log.is_some() {
+                    continue;
+                }
+                let words = f.bits().words();
+                if sharded {
+                    for (dest, v) in per_dest.iter_mut().enumerate() {
+                        let range = shard_words(level, words.len(), dest, peers);
+                        if let Some(d) = DeltaWords::encode(&changed, words, range) {
+                            v.push(LevelDelta {
+                                partition: p,
+                                level,
+                                words: d,
+                            });
+                        }
+                    }
+                } else if let Some(d) = DeltaWords::encode(&changed, words, 0..words.len()) {
+                    let d = LevelDelta {
+                        partition: p,
+                        level,
+                        words: d,
+                    };
+                    for v in &mut per_dest {
+                        v.push(d.clone());
+                    }
+                }
+            }
+        }
+        let announce_bytes = announce.as_ref().map_or(0, |(_, a): &(u64, Allocation)| {
+            8 + 12 * a.shapes().len() as u64
+        });
+        stats.bytes_sent = per_dest
+            .iter()
+            .enumerate()
+            .filter(|&(dest, _)| dest != self.me)
+            .map(|(_, v)| {
+                let records = log.as_ref().map_or(0, EpochRecords::wire_bytes);
+                announce_bytes + records + v.iter().map(|d| d.words.wire_bytes()).sum::<u64>()
+            })
+            .sum();
+        stats.records_buffered = self.buffered;
+        stats.allocations_refused = std::mem::take(&mut self.refused);
+        stats.local_bits = self.filters.values().map(|f| f.memory_bits()).sum();
+        let mut stats = Some(stats);
+        let shipments = per_dest
+            .into_iter()
+            .enumerate()
+            .map(|(dest, deltas)| Shipment {
+                epoch: e,
+                from: self.me as u32,
+                dest: dest as u32,
+                deltas,
+                records: log.clone(),
+                announce: announce.clone(),
+                local: if dest == self.me { stats.take() } else { None },
+            })
+            .collect();
+        (cap, shipments)
+    }
+
+    /// The filter of partition `p`, created with its resolved allocation and dirty tracking on
+    /// every level when missing; `None` when the allocation is unknown or cannot build one.
+    fn filter(&mut self, p: u64) -> Option<&mut Pbf2> {
+        if !self.filters.contains_key(&p) {
+            let allocation = self.resolve(p)?.clone();
+            let mut pbf = Pbf2::with_layout(
+                0,
+                self.config.partition_len(),
+                &allocation,
+                self.config.seed(),
+                self.config.layout(),
+            )
+            .ok()?;
+            for level in 0..pbf.levels() {
+                if let Some(f) = pbf.level_mut(level) {
+                    f.bits_mut().track_dirty();
+                }
+            }
+            self.filters.insert(p, pbf);
+        }
+        self.filters.get_mut(&p)
+    }
+}
+
+/// Moves `failed` records from indexed to rejected for a bad allocation.
+fn count_failed(stats: &mut LocalStats, failed: u64) {
+    if failed > 0 {
+        stats.records -= failed;
+        *stats
+            .rejected
+            .entry(RejectReason::BadAllocation)
+            .or_default() += failed;
+    }
+}
