@@ -1,0 +1,88 @@
+use super::*;
+use crate::index::delta::DeltaWords;
+use chronobloom_core::hash::mix64;
+
+/// A small index configuration and the word count of its level 0.
+fn small() -> (IndexConfig, usize) {
+    let cfg = IndexConfig::builder()
+        .epoch_len(4)
+        .partition_len(16)
+        .bits(200_000)
+        .build()
+        .unwrap();
+    let words = cfg.allocation().shapes()[0].bits.div_ceil(64) as usize;
+    (cfg, words)
+}
+
+/// Applying `words` to level 0 leaves every shard (1 of 1, 1 and 2 of 2) as the same words
+/// sent sparse do: words, counts of ones, changed blocks, refused count.
+fn assert_merges_like_sparse(cfg: &IndexConfig, words: DeltaWords, what: &str) {
+    let mut pairs = Vec::new();
+    words.for_each(|i, w| pairs.push((i as u32, w)));
+    let allocation = cfg.allocation().clone();
+    let delta = |words| LevelDelta {
+        partition: 0,
+        level: 0,
+        words,
+    };
+    let (d, s) = (delta(words), delta(DeltaWords::Sparse(pairs)));
+    for (me, peers) in [(0, 1), (0, 2), (1, 2)] {
+        let mut given = MergedState::shard(cfg, me, peers);
+        let mut sparse = given.clone();
+        assert!(given.announce(0, &allocation) && sparse.announce(0, &allocation));
+        given.refresh_blocks();
+        sparse.refresh_blocks();
+        assert_eq!(given.apply(&d), sparse.apply(&s));
+        assert_eq!(given, sparse, "{what}, worker {me} of {peers}");
+        assert_eq!(given.refresh_blocks(), sparse.refresh_blocks());
+    }
+}
+
+/// Dense runs, also starting or ending inside a shard.
+#[test]
+fn dense_runs_merge_like_single_words() {
+    let (cfg, level_words) = small();
+    for (first, len) in [
+        (0, level_words),
+        (3, 200),
+        (100, level_words - 100),
+        (70, 1),
+    ] {
+        let run = (0..len as u64).map(|i| mix64(i) & mix64(i + 7)).collect();
+        let words = DeltaWords::Dense {
+            first: first as u32,
+            words: run,
+        };
+        assert_merges_like_sparse(&cfg, words, &format!("first {first}, len {len}"));
+    }
+}
+
+/// Bitmaps with whole and partial 64-word groups, also past the shard's end.
+#[test]
+fn bitmap_deltas_merge_like_single_words() {
+    let (cfg, level_words) = small();
+    for first in [0usize, 5, 130] {
+        let groups = (level_words - first).div_ceil(64);
+        // even groups whole (where the level has all 64 words), odd ones about half
+        let present: Vec<u64> = (0..groups)
+            .map(|g| {
+                let valid = (level_words - first - g * 64).min(64);
+                if valid == 64 && g % 2 == 0 {
+                    u64::MAX
+                } else if valid == 64 {
+                    mix64(g as u64)
+                } else {
+                    mix64(g as u64) & ((1 << valid) - 1)
+                }
+            })
+            .collect();
+        assert!(present.contains(&u64::MAX) && present.iter().any(|&b| b != u64::MAX));
+        let carried = present.iter().map(|b| b.count_ones() as u64).sum::<u64>();
+        let words = DeltaWords::Bitmap {
+            first: first as u32,
+            present,
+            words: (0..carried).map(|i| mix64(i) & mix64(i + 3)).collect(),
+        };
+        assert_merges_like_sparse(&cfg, words, &format!("first {first}"));
+    }
+}
