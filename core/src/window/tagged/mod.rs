@@ -38,7 +38,11 @@
 //! table, a table sized for it replaces the active one. A table that no longer receives
 //! insertions is read until its last entry is dead (`L` generations) and then dropped, so
 //! resizing never loses a key; while two tables are live a query reads both and the false
-//! positive bound is the sum of theirs.
+//! positive bound is the sum of theirs. Insert a tick's keys with
+//! [`insert_batch`](TaggedCuckooFilter::insert_batch) where you can: a batch that would not fit
+//! grows the table once, where keys inserted one by one at a stream's first tick chain small
+//! tables that each answer false positives for a window (a worst sampled rate of 3.2% at
+//! ε = 0.01 one by one, 1.9% in batches, through a 10× burst: the tests).
 //!
 //! ```
 //! use chronobloom_core::window::{TaggedCuckooFilter, WindowFilter};

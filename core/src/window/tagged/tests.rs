@@ -196,3 +196,37 @@ fn a_batch_reports_repeats_current_across_growth() {
     let new = found.iter().filter(|(_, p)| *p == Prior::New).count();
     assert!(new >= 195, "{new}");
 }
+
+#[test]
+fn a_tenfold_burst_keeps_the_false_positive_rate_within_two_epsilon() {
+    // a tick's keys go in as one batch, as the dedup operator inserts them
+    let (w, eps) = (400, 0.01);
+    let mut f = TaggedCuckooFilter::new(w, w / 16, eps, 8).unwrap();
+    let mut next = 0u64;
+    let mut probe = 1u64 << 50;
+    let (mut trials, mut worst) = (0u64, 0.0f64);
+    for (from, rate) in [(0, 100), (2 * w, 1_000), (3 * w, 100)] {
+        let ticks = if rate == 1_000 { w } else { 2 * w };
+        for t in from..from + ticks {
+            let mut batch: Vec<((), u64)> = (next..next + rate).map(|k| ((), h(k))).collect();
+            next += rate;
+            f.insert_batch(&mut batch, t, |(), _| {}).unwrap();
+            if t % 40 == 39 {
+                // 4,000 keys never inserted, asked at this tick
+                let fp = (0..4_000)
+                    .filter(|_| {
+                        probe += 1;
+                        f.seen(h(probe), t)
+                    })
+                    .count() as f64
+                    / 4_000.0;
+                trials += 4_000;
+                worst = worst.max(fp);
+            }
+        }
+    }
+    // each sample of 4,000 within 2ε plus 5 standard deviations
+    let bound = 2.0 * eps + 5.0 * (2.0 * eps / 4_000.0).sqrt();
+    println!("worst sampled fpr {worst} over {trials} trials (bound {bound})");
+    assert!(worst <= bound, "{worst} > {bound}");
+}
