@@ -95,7 +95,7 @@ impl<'scope, K: Key + 'static> LocalIndex<'scope> for StreamVec<'scope, u64, K> 
 /// watermark and the per-record cost does not depend on how fine the ticks are.
 ///
 /// A record whose tick is below its timestamp is **late**: it is indexed at its timestamp instead
-/// and counted in [`LocalStats::late`]. Everything else is as [`LocalIndex`]: the same filters,
+/// and counted in [`LocalStats::late`](super::stats::LocalStats::late). Everything else is as [`LocalIndex`]: the same filters,
 /// the same shipments, bit for bit.
 ///
 /// ```
