@@ -29,6 +29,18 @@ impl Error {
             reason: reason.into(),
         }
     }
+
+    /// A tick count the configuration requires and that must be at least 1.
+    pub(crate) fn positive_ticks(
+        name: &'static str,
+        ticks: Option<chronobloom_core::temporal::Tick>,
+    ) -> Result<chronobloom_core::temporal::Tick> {
+        match ticks {
+            None => Err(Error::config(name, "is required")),
+            Some(0) => Err(Error::config(name, "must be at least 1 tick")),
+            Some(t) => Ok(t),
+        }
+    }
 }
 
 /// Shorthand for results in this crate.

@@ -53,7 +53,8 @@ pub use apbf_params::{run_probability, ApbfParams, MAX_K, MAX_LEVEL, MAX_SLICES}
 pub use generations::GenerationSlices;
 pub use sliding::{SlidingBloomFilter, SlidingShape, SlidingStats, SlidingWindow};
 pub use tagged::{
-    live_generations, min_slack, Prior, TaggedCuckooFilter, TaggedStats, MAX_LIVE_GENERATIONS,
+    default_slack, live_generations, min_slack, Prior, TaggedCuckooFilter, TaggedStats,
+    MAX_LIVE_GENERATIONS,
 };
 pub use tick_filter::{window_start, TickFilter};
 pub use time_limited::{TimeLimitedBloomFilter, GROWTH_CAP, MAX_SLICE_BITS};

@@ -4,7 +4,7 @@ use super::shard::ShardFilter;
 use crate::error::{Error, Result};
 use chronobloom_core::hash::{mix64, KeyHash};
 use chronobloom_core::temporal::Tick;
-use chronobloom_core::window::min_slack;
+use chronobloom_core::window::{default_slack, min_slack};
 use serde::{Deserialize, Serialize};
 
 /// Largest window accepted, in ticks (tick filter cells hold at most 32-bit tick offsets).
@@ -189,12 +189,7 @@ impl DedupConfigBuilder {
                 format!("{} is not in (0, 1)", self.fpr),
             ));
         }
-        let epoch_len = self
-            .epoch_len
-            .ok_or_else(|| Error::config("epoch_len", "is required"))?;
-        if epoch_len == 0 {
-            return Err(Error::config("epoch_len", "must be at least 1 tick"));
-        }
+        let epoch_len = Error::positive_ticks("epoch_len", self.epoch_len)?;
         if !(1..=MAX_SHARDS).contains(&self.shards) {
             return Err(Error::config(
                 "shards",
@@ -288,9 +283,7 @@ impl DedupConfig {
         if self.exact_edge {
             return 0;
         }
-        self.slack
-            .unwrap_or(self.window / 16)
-            .max(min_slack(self.window))
+        self.slack.unwrap_or_else(|| default_slack(self.window))
     }
 
     /// Whether the window's edge is exact (tick filters) rather than compact with slack.

@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use chronobloom_core::temporal::Tick;
-use chronobloom_core::window::{min_slack, GenerationSlices};
+use chronobloom_core::window::{default_slack, GenerationSlices};
 use serde::{Deserialize, Serialize};
 
 /// A validated window membership configuration ([`MembershipConfig::builder`]).
@@ -34,8 +34,10 @@ impl MembershipConfigBuilder {
         self
     }
 
-    /// The slack S in ticks (default `W / 16`, at least `min_slack(W)`): keys last inserted
-    /// `W + S` or more ticks before are forgotten up to ε.
+    /// The slack S in ticks (default
+    /// [`default_slack`](chronobloom_core::window::default_slack)`(W)`, at least
+    /// [`min_slack`](chronobloom_core::window::min_slack)`(W)`): keys last inserted `W + S` or
+    /// more ticks before are forgotten up to ε.
     pub fn slack(mut self, ticks: Tick) -> Self {
         self.slack = Some(ticks);
         self
@@ -68,25 +70,12 @@ impl MembershipConfigBuilder {
 
     /// Validates the parameters.
     pub fn build(self) -> Result<MembershipConfig> {
-        let window = self
-            .window
-            .ok_or_else(|| Error::config("window", "is required"))?;
-        let epoch_len = self
-            .epoch_len
-            .ok_or_else(|| Error::config("epoch_len", "is required"))?;
-        if epoch_len == 0 {
-            return Err(Error::config("epoch_len", "must be at least 1 tick"));
-        }
-        if window == 0 {
-            return Err(Error::config("window", "must be at least 1 tick"));
-        }
+        let window = Error::positive_ticks("window", self.window)?;
+        let epoch_len = Error::positive_ticks("epoch_len", self.epoch_len)?;
         if self.min_slice_keys == 0 {
             return Err(Error::config("min_slice_keys", "must be at least 1"));
         }
-        let slack = self.slack.unwrap_or(window / 16).max(match self.slack {
-            Some(_) => 0,
-            None => min_slack(window),
-        });
+        let slack = self.slack.unwrap_or_else(|| default_slack(window));
         let config = MembershipConfig {
             window,
             slack,

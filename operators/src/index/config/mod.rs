@@ -342,19 +342,9 @@ impl IndexConfigBuilder {
 
     /// Validates and returns the configuration.
     pub fn build(self) -> Result<IndexConfig> {
-        let epoch_len = self
-            .epoch_len
-            .ok_or_else(|| Error::config("epoch_len", "is required"))?;
-        let partition_len = self
-            .partition_len
-            .ok_or_else(|| Error::config("partition_len", "is required"))?;
+        let epoch_len = Error::positive_ticks("epoch_len", self.epoch_len)?;
+        let partition_len = Error::positive_ticks("partition_len", self.partition_len)?;
         let partitions = self.partitions.unwrap_or(1);
-        if epoch_len == 0 {
-            return Err(Error::config("epoch_len", "must be at least 1 tick"));
-        }
-        if partition_len == 0 {
-            return Err(Error::config("partition_len", "must be at least 1 tick"));
-        }
         if partition_len % epoch_len != 0 {
             return Err(Error::config(
                 "epoch_len",
