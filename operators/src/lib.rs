@@ -26,7 +26,10 @@ pub mod timed;
 
 pub use dedup::stats::DedupStats;
 pub use dedup::view::{ViewDelta, WindowView};
-pub use dedup::{Dedup, DedupConfig, DedupConfigBuilder, DedupMode, DedupStreams, TimedDedup};
+pub use dedup::{
+    Dedup, DedupCheckpoint, DedupConfig, DedupConfigBuilder, DedupMode, DedupSnapshot,
+    DedupStreams, TimedDedup,
+};
 pub use differential::{
     AnsweredQueries, DedupCollection, DedupedCollection, IndexCollection, IndexedCollection,
     MembershipAnswers, MembershipCollection, QueryCollection, RangeQuery,
@@ -40,6 +43,7 @@ pub use index::query::{IndexEvent, MergeQuery, QueryAnswer};
 pub use index::state::MergedState;
 pub use index::temporal::{IndexStreams, TemporalIndex, TimedTemporalIndex};
 pub use index::{config, delta, digest, held, query, state, stats, temporal};
+pub use index::{IndexCheckpoint, IndexSnapshot};
 pub use index::{LocalIndex, TimedLocalIndex};
 pub use membership::{
     MembershipConfig, MembershipConfigBuilder, MembershipStats, MembershipStreams, SliceShipment,

@@ -290,6 +290,11 @@ impl Pbf2 {
             .map_or(Layout::Standard, BloomFilter::layout)
     }
 
+    /// The hash seed of every level.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
     /// Number of levels.
     pub fn levels(&self) -> u32 {
         self.levels.len() as u32

@@ -3,11 +3,13 @@
 //! resolved exactly, stats sealed per epoch.
 
 use super::config::{shard_of_fp, DedupConfig, DedupMode};
+use super::resume::DedupSnapshot;
 use super::route::Fingerprinted;
 use super::shard::{Found, ShardFilter};
 use super::stats::{DedupStats, Slice, SliceStats};
 use super::view::{ViewDelta, WindowView};
 use super::{Fingerprint, KeyBytes, Routed};
+use crate::checkpoint::CheckpointError;
 use chronobloom_core::temporal::Tick;
 use serde::Serialize;
 use std::collections::hash_map::Entry;
@@ -61,6 +63,8 @@ pub(super) struct DecideState<D> {
     last_epoch_len: usize,
     /// Keys of received view deltas that could not be inserted (not yet in any epoch's stats).
     unplaced: u64,
+    /// Open epochs of a restored checkpoint, reopened when the operator is built.
+    carried: Vec<(u64, DedupStats, u64)>,
 }
 
 /// Records whose cache lines are requested ahead of the one being decided.
@@ -93,7 +97,13 @@ impl<D: ExchangeData> DecideState<D> {
             keyed: Vec::new(),
             last_epoch_len: 0,
             unplaced: 0,
+            carried: Vec::new(),
         }
+    }
+
+    /// The fingerprint function and the routing byte counts the router shares with this state.
+    pub fn fingerprint_and_routed(&self) -> (Fingerprint<D>, Routed) {
+        (self.fp.clone(), self.routed.clone())
     }
 
     fn open_epoch(&mut self, e: u64, cap: impl FnOnce() -> Capability<u64>) -> &mut OpenEpoch {
@@ -409,6 +419,103 @@ impl<D: ExchangeData> DecideState<D> {
             }
         }
         dropped
+    }
+
+    /// The state a checkpoint at `boundary` keeps (see [`crate::checkpoint`]): refused while an
+    /// epoch before the boundary is buffered or its statistics are not out.
+    pub fn export(&self, boundary: Tick) -> Result<DedupSnapshot, CheckpointError> {
+        let held = |what: &str, e: Option<u64>| CheckpointError::NotQuiescent {
+            operator: "dedup",
+            boundary,
+            reason: format!("{what} of epoch {} still held", e.unwrap_or(0)),
+        };
+        if !self.pending.is_empty() {
+            return Err(held("records", self.pending.keys().next().copied()));
+        }
+        // Epochs at or after the boundary may be open with the bytes of view deltas received
+        // for them (`Local`); their statistics are carried over.
+        let first = self.config.epoch_of(boundary);
+        if let Some(&e) = self.epochs.keys().next().filter(|&&e| e < first) {
+            return Err(held("statistics", Some(e)));
+        }
+        let carried = self
+            .epochs
+            .iter()
+            .map(|(&e, o)| (e, o.stats.clone(), o.bytes_in))
+            .collect();
+        let mut shards = Vec::with_capacity(self.shards.len());
+        for slot in &self.shards {
+            shards.push(match slot {
+                None => None,
+                Some(ShardFilter::Compact(f)) => Some((**f).clone()),
+                Some(ShardFilter::ExactEdge(_)) => {
+                    return Err(CheckpointError::state(
+                        "dedup",
+                        "exact-edge tick filters are not checkpointed; use the compact state",
+                    ))
+                }
+            });
+        }
+        Ok(DedupSnapshot {
+            boundary,
+            shards,
+            view: self.view.clone(),
+            unplaced: self.unplaced,
+            carried,
+        })
+    }
+
+    /// Replaces the (fresh) state with a checkpoint's, after checking it fits the configuration
+    /// and worker count.
+    pub fn import(&mut self, snap: DedupSnapshot) -> Result<(), CheckpointError> {
+        let refuse = |reason: String| Err(CheckpointError::state("dedup", reason));
+        if self.config.exact_edge() {
+            return refuse("exact-edge tick filters are not checkpointed".into());
+        }
+        if snap.shards.len() != self.shards.len() {
+            return refuse(format!(
+                "{} shards checkpointed, the configuration has {}",
+                snap.shards.len(),
+                self.shards.len()
+            ));
+        }
+        if snap.view.is_some() != self.view.is_some() {
+            return refuse("the global view does not match the mode and worker count".into());
+        }
+        let c = &self.config;
+        for f in snap.shards.iter().flatten() {
+            if f.window() != c.window()
+                || f.slack() != c.slack()
+                || f.fpr() != c.fpr()
+                || f.seed() != c.seed()
+            {
+                return refuse(format!(
+                    "a shard has window {}, slack {}, fpr {}, seed {}; the configuration {}, {}, {}, {}",
+                    f.window(), f.slack(), f.fpr(), f.seed(),
+                    c.window(), c.slack(), c.fpr(), c.seed()
+                ));
+            }
+        }
+        self.shards = snap
+            .shards
+            .into_iter()
+            .map(|f| f.map(|f| ShardFilter::Compact(Box::new(f))))
+            .collect();
+        self.view = snap.view;
+        self.unplaced = snap.unplaced;
+        self.carried = snap.carried;
+        Ok(())
+    }
+
+    /// Reopens the epochs a restored checkpoint carried, with capabilities made by `cap` at
+    /// their last ticks (called once, when the operator is built).
+    pub fn reopen(&mut self, mut cap: impl FnMut(Tick) -> Capability<u64>) {
+        for (e, stats, bytes_in) in std::mem::take(&mut self.carried) {
+            let last = self.config.epoch_last(e);
+            let epoch = self.open_epoch(e, || cap(last));
+            epoch.stats = stats;
+            epoch.bytes_in = bytes_in;
+        }
     }
 
     /// The earliest tick still to be decided: the first buffered epoch's first tick or the input

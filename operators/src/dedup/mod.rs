@@ -69,14 +69,17 @@
 
 mod config;
 mod decide;
+mod resume;
 mod route;
 mod shard;
 pub mod stats;
 pub mod view;
 
 pub use config::{DedupConfig, DedupConfigBuilder, DedupMode, MAX_SHARDS, MAX_WINDOW};
+pub use resume::{DedupCheckpoint, DedupSnapshot};
 pub use shard::MAX_SHARD_CELLS;
 
+use crate::checkpoint::CheckpointError;
 use crate::timed::{AtTicks, Timed};
 use chronobloom_core::hash::{CanonicalBytes, Key};
 use chronobloom_core::temporal::Tick;
@@ -193,6 +196,21 @@ pub trait TimedDedup<'scope, D> {
     where
         K: Key,
         F: Fn(&D) -> K + 'static;
+
+    /// [`Self::dedup_timed_by`], starting from a checkpointed state when `restore` is given, with
+    /// a handle that snapshots the state at a checkpoint boundary ([`crate::checkpoint`]). A
+    /// snapshot that does not fit `config` or the worker count is refused before anything is
+    /// built.
+    #[allow(clippy::type_complexity)]
+    fn dedup_timed_resumable<K, F>(
+        self,
+        config: &DedupConfig,
+        key: F,
+        restore: Option<DedupSnapshot>,
+    ) -> Result<(DedupStreams<'scope, (Tick, D)>, DedupCheckpoint), CheckpointError>
+    where
+        K: Key,
+        F: Fn(&D) -> K + 'static;
 }
 
 /// What the deciding operator emits besides passed records.
@@ -219,99 +237,149 @@ impl<'scope, D: ExchangeData> TimedDedup<'scope, D> for StreamVec<'scope, u64, (
         F: Fn(&D) -> K + 'static,
     {
         let scope = self.scope();
-        let (me, peers) = (scope.index(), scope.peers());
-        let key = Rc::new(key);
-        let key_bytes: KeyBytes<D> = {
-            let key = Rc::clone(&key);
-            Rc::new(move |d: &D| {
-                let mut bytes = CanonicalBytes::new();
-                key(d).write_canonical(&mut bytes);
-                bytes
-            })
-        };
-        let seed = config.seed();
-        let fp: Fingerprint<D> = Rc::new(move |d: &D| key(d).key_hash(seed).lo);
-        let routed: Routed = Rc::default();
-        let fingerprinted = fingerprint(self, config, Rc::clone(&fp), Rc::clone(&routed));
-        let records = if config.mode() == DedupMode::ByKey && peers > 1 {
-            use timely::dataflow::operators::Exchange as _;
-            fingerprinted.exchange(|&(dest, _): &Bundle<D>| u64::from(dest))
-        } else {
-            fingerprinted
-        };
-        let (handle, deltas) = scope.feedback::<Vec<ViewDelta>>(1);
-        let mut state = DecideState::new(config.clone(), me, peers, routed, key_bytes, fp);
-        // Two outputs, so that passed records go out as whole containers, never one by one.
-        let mut builder = OperatorBuilder::new("Dedup".to_owned(), scope);
-        let mut records = builder.new_input(records, Pipeline);
-        let mut deltas =
-            builder.new_input(deltas, Exchange::new(|d: &ViewDelta| u64::from(d.dest)));
-        let (passed_out, passed) = builder.new_output::<Vec<(Tick, D)>>();
-        let (side_out, side) = builder.new_output::<Vec<Side>>();
-        let mut passed_out: OutputBuilder<u64, CapacityContainerBuilder<Vec<(Tick, D)>>> =
-            OutputBuilder::from(passed_out);
-        let mut side_out: OutputBuilder<u64, CapacityContainerBuilder<Vec<Side>>> =
-            OutputBuilder::from(side_out);
-        builder.build(move |caps| {
-            // Capabilities are taken from the data; time 0 must not be held.
-            drop(caps);
-            move |frontiers| {
-                let (r_frontier, d_frontier) = (&frontiers[0], &frontiers[1]);
-                let mut passed_out = passed_out.activate();
-                let mut side_out = side_out.activate();
-                let (pass_port, side_port) = (passed_out.output_index(), side_out.output_index());
-                deltas.for_each_stamp(|cap, data| {
-                    let Some(&t) = cap.least() else { return };
-                    let last = state.config.epoch_last(state.config.epoch_of(t));
-                    for batch in data {
-                        for delta in batch.drain(..) {
-                            state.receive(t, delta, || cap.delayed(&last, side_port));
-                        }
+        let state = fresh_state(config, scope.index(), scope.peers(), key);
+        build(self, state).0
+    }
+
+    fn dedup_timed_resumable<K, F>(
+        self,
+        config: &DedupConfig,
+        key: F,
+        restore: Option<DedupSnapshot>,
+    ) -> Result<(DedupStreams<'scope, (Tick, D)>, DedupCheckpoint), CheckpointError>
+    where
+        K: Key,
+        F: Fn(&D) -> K + 'static,
+    {
+        let scope = self.scope();
+        let mut state = fresh_state(config, scope.index(), scope.peers(), key);
+        if let Some(snap) = restore {
+            state.import(snap)?;
+        }
+        Ok(build(self, state))
+    }
+}
+
+/// A worker's empty dedup state for records keyed by `key`.
+fn fresh_state<D: ExchangeData, K: Key, F: Fn(&D) -> K + 'static>(
+    config: &DedupConfig,
+    me: usize,
+    peers: usize,
+    key: F,
+) -> DecideState<D> {
+    let key = Rc::new(key);
+    let key = Rc::new(key);
+    let key_bytes: KeyBytes<D> = {
+        let key = Rc::clone(&key);
+        Rc::new(move |d: &D| {
+            let mut bytes = CanonicalBytes::new();
+            key(d).write_canonical(&mut bytes);
+            bytes
+        })
+    };
+    let seed = config.seed();
+    let fp: Fingerprint<D> = Rc::new(move |d: &D| key(d).key_hash(seed).lo);
+    DecideState::new(config.clone(), me, peers, Rc::default(), key_bytes, fp)
+}
+
+/// The operator around a worker's (fresh or restored) state.
+fn build<'scope, D: ExchangeData>(
+    stream: StreamVec<'scope, u64, (Tick, D)>,
+    state: DecideState<D>,
+) -> (DedupStreams<'scope, (Tick, D)>, DedupCheckpoint) {
+    let scope = stream.scope();
+    let peers = scope.peers();
+    let config = state.config.clone();
+    let (fp, routed) = state.fingerprint_and_routed();
+    let fingerprinted = fingerprint(stream, &config, fp, routed);
+    let records = if config.mode() == DedupMode::ByKey && peers > 1 {
+        use timely::dataflow::operators::Exchange as _;
+        fingerprinted.exchange(|&(dest, _): &Bundle<D>| u64::from(dest))
+    } else {
+        fingerprinted
+    };
+    let (handle, deltas) = scope.feedback::<Vec<ViewDelta>>(1);
+    let shared = Rc::new(RefCell::new(state));
+    let checkpoint = {
+        let shared = Rc::clone(&shared);
+        DedupCheckpoint {
+            export: Box::new(move |boundary| shared.borrow().export(boundary)),
+        }
+    };
+    // Two outputs, so that passed records go out as whole containers, never one by one.
+    let mut builder = OperatorBuilder::new("Dedup".to_owned(), scope);
+    let mut records = builder.new_input(records, Pipeline);
+    let mut deltas = builder.new_input(deltas, Exchange::new(|d: &ViewDelta| u64::from(d.dest)));
+    let (passed_out, passed) = builder.new_output::<Vec<(Tick, D)>>();
+    let (side_out, side) = builder.new_output::<Vec<Side>>();
+    let mut passed_out: OutputBuilder<u64, CapacityContainerBuilder<Vec<(Tick, D)>>> =
+        OutputBuilder::from(passed_out);
+    let mut side_out: OutputBuilder<u64, CapacityContainerBuilder<Vec<Side>>> =
+        OutputBuilder::from(side_out);
+    builder.build(move |caps| {
+        // Capabilities are taken from the data (or for the epochs a checkpoint carried); time 0
+        // must not be held.
+        if let Some(side) = caps.get(1) {
+            shared.borrow_mut().reopen(|t| side.delayed(&t));
+        }
+        drop(caps);
+        move |frontiers| {
+            let mut state = shared.borrow_mut();
+            let (r_frontier, d_frontier) = (&frontiers[0], &frontiers[1]);
+            let mut passed_out = passed_out.activate();
+            let mut side_out = side_out.activate();
+            let (pass_port, side_port) = (passed_out.output_index(), side_out.output_index());
+            deltas.for_each_stamp(|cap, data| {
+                let Some(&t) = cap.least() else { return };
+                let last = state.config.epoch_last(state.config.epoch_of(t));
+                for batch in data {
+                    for delta in batch.drain(..) {
+                        state.receive(t, delta, || cap.delayed(&last, side_port));
                     }
-                });
-                records.for_each_stamp(|cap, data| {
-                    let Some(&ts) = cap.least() else { return };
-                    for batch in data {
-                        for (_, records) in batch.iter_mut() {
-                            state.accept(
-                                ts,
-                                records,
-                                |t| cap.delayed(&t, pass_port),
-                                |t| cap.delayed(&t, side_port),
-                            );
-                        }
-                    }
-                });
-                while let Some((e, epoch)) = state.next_epoch(r_frontier, d_frontier) {
-                    let first = state.config.epoch_start(e);
-                    for (cap, delta) in state.ship(Some(first), r_frontier) {
-                        side_out.session(&cap).give(Side::Delta(delta));
-                    }
-                    for (cap, stats) in state.finished(Some(first), r_frontier, d_frontier) {
-                        side_out.session(&cap).give(Side::Stats(Box::new(stats)));
-                    }
-                    state.retire(Some(first));
-                    let mut passed = state.decide(e, epoch.records);
-                    passed_out.session(&epoch.cap).give_container(&mut passed);
                 }
-                let horizon = state.horizon(r_frontier);
-                for (cap, delta) in state.ship(horizon, r_frontier) {
+            });
+            records.for_each_stamp(|cap, data| {
+                let Some(&ts) = cap.least() else { return };
+                for batch in data {
+                    for (_, records) in batch.iter_mut() {
+                        state.accept(
+                            ts,
+                            records,
+                            |t| cap.delayed(&t, pass_port),
+                            |t| cap.delayed(&t, side_port),
+                        );
+                    }
+                }
+            });
+            while let Some((e, epoch)) = state.next_epoch(r_frontier, d_frontier) {
+                let first = state.config.epoch_start(e);
+                for (cap, delta) in state.ship(Some(first), r_frontier) {
                     side_out.session(&cap).give(Side::Delta(delta));
                 }
-                for (cap, stats) in state.finished(horizon, r_frontier, d_frontier) {
+                for (cap, stats) in state.finished(Some(first), r_frontier, d_frontier) {
                     side_out.session(&cap).give(Side::Stats(Box::new(stats)));
                 }
-                state.retire(horizon);
+                state.retire(Some(first));
+                let mut passed = state.decide(e, epoch.records);
+                passed_out.session(&epoch.cap).give_container(&mut passed);
             }
-        });
-        let (stats, deltas): (
-            StreamVec<'scope, u64, DedupStats>,
-            StreamVec<'scope, u64, ViewDelta>,
-        ) = side.ok_err(|s| match s {
-            Side::Stats(s) => Ok(*s),
-            Side::Delta(d) => Err(d),
-        });
-        deltas.connect_loop(handle);
-        DedupStreams { passed, stats }
-    }
+            let horizon = state.horizon(r_frontier);
+            for (cap, delta) in state.ship(horizon, r_frontier) {
+                side_out.session(&cap).give(Side::Delta(delta));
+            }
+            for (cap, stats) in state.finished(horizon, r_frontier, d_frontier) {
+                side_out.session(&cap).give(Side::Stats(Box::new(stats)));
+            }
+            state.retire(horizon);
+        }
+    });
+    let (stats, deltas): (
+        StreamVec<'scope, u64, DedupStats>,
+        StreamVec<'scope, u64, ViewDelta>,
+    ) = side.ok_err(|s| match s {
+        Side::Stats(s) => Ok(*s),
+        Side::Delta(d) => Err(d),
+    });
+    deltas.connect_loop(handle);
+    (DedupStreams { passed, stats }, checkpoint)
 }

@@ -46,7 +46,7 @@ impl ViewDelta {
 /// // a delta for an epoch already inserted is refused
 /// assert!(!view.merge(ViewDelta { epoch: 1, from: 1, dest: 0, keys: vec![5] }));
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WindowView {
     pending: BTreeMap<u64, Vec<u64>>,
     /// Epochs before this one were taken.

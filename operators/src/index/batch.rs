@@ -78,7 +78,7 @@ impl<'scope> MergeKeyBatches<'scope> for StreamVec<'scope, u64, Shipment> {
             self,
             batches,
             config,
-            MergedState::new(config),
+            std::rc::Rc::new(std::cell::RefCell::new(MergedState::new(config))),
             |b: &KeyBatch<K>| b.range,
             move |state, batch, issued, epoch| {
                 let mut probes = 0;

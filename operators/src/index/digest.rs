@@ -134,13 +134,29 @@ pub struct DigestUpdate {
 
 /// Every block hash of a merged state, refreshed block by block, so a digest after each epoch
 /// costs the blocks the epoch changed plus one pass over the block hashes.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub(crate) struct DigestTable {
     /// Partition → level → (bit length, block hashes).
     blocks: BTreeMap<u64, Vec<(u64, Vec<u64>)>>,
 }
 
 impl DigestTable {
+    /// Checks a restored table: every level has one hash per block of its bits.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        for (p, levels) in &self.blocks {
+            for (l, (bits, hashes)) in levels.iter().enumerate() {
+                let blocks = bits.div_ceil(64).div_ceil(BLOCK_WORDS as u64);
+                if hashes.len() as u64 != blocks {
+                    return Err(format!(
+                        "partition {p} level {l}: {} block hashes for {bits} bits",
+                        hashes.len()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Adds a partition with every block zero (owners then send the blocks they hold).
     pub(crate) fn announce(&mut self, p: u64, allocation: &Allocation) {
         self.blocks.entry(p).or_insert_with(|| {

@@ -7,6 +7,8 @@ use super::local_state::LocalState;
 use crate::timed::Timed;
 use chronobloom_core::hash::Key;
 use chronobloom_core::temporal::{Allocation, Tick};
+use std::cell::RefCell;
+use std::rc::Rc;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::operator::empty;
 use timely::dataflow::operators::generic::Operator;
@@ -137,7 +139,9 @@ pub trait TimedLocalIndex<'scope> {
 impl<'scope, K: Key + 'static> TimedLocalIndex<'scope> for StreamVec<'scope, u64, (Tick, K)> {
     fn local_index_timed(self, config: &IndexConfig) -> StreamVec<'scope, u64, Shipment> {
         let none = empty(self.scope());
-        build(self, none, config, false)
+        let scope = self.scope();
+        let state = LocalState::new(config.clone(), scope.index(), scope.peers(), false);
+        build(self, none, Rc::new(RefCell::new(state)))
     }
 
     fn local_index_timed_with_allocations(
@@ -145,18 +149,18 @@ impl<'scope, K: Key + 'static> TimedLocalIndex<'scope> for StreamVec<'scope, u64
         allocations: StreamVec<'scope, u64, (u64, Allocation)>,
         config: &IndexConfig,
     ) -> StreamVec<'scope, u64, Shipment> {
-        build(self, allocations.broadcast(), config, true)
+        let scope = self.scope();
+        let state = LocalState::new(config.clone(), scope.index(), scope.peers(), true);
+        build(self, allocations.broadcast(), Rc::new(RefCell::new(state)))
     }
 }
 
-fn build<'scope, K: Key + 'static>(
+/// The operator around a worker's (fresh or restored) local state.
+pub(super) fn build<'scope, K: Key + 'static>(
     records: StreamVec<'scope, u64, (Tick, K)>,
     allocations: StreamVec<'scope, u64, (u64, Allocation)>,
-    config: &IndexConfig,
-    announced: bool,
+    state: Rc<RefCell<LocalState>>,
 ) -> StreamVec<'scope, u64, Shipment> {
-    let scope = records.scope();
-    let mut state = LocalState::new(config.clone(), scope.index(), scope.peers(), announced);
     records.binary_frontier(
         allocations,
         Pipeline,
@@ -166,6 +170,7 @@ fn build<'scope, K: Key + 'static>(
             // Capabilities are taken per epoch from the data; time 0 must not be held.
             drop(default_cap);
             move |(input, frontier), (a_input, a_frontier), output| {
+                let mut state = state.borrow_mut();
                 let port = output.output_index();
                 a_input.for_each_stamp(|cap, data| {
                     let Some(&t) = cap.least() else { return };

@@ -4,7 +4,9 @@
 use super::config::{AllocationLag, IndexConfig, Placement};
 use super::delta::{shard_words, DeltaWords, EpochRecords, LevelDelta, Shipment};
 use super::held::Held;
+use super::resume::LocalSnapshot;
 use super::stats::{LocalStats, RejectReason};
+use crate::checkpoint::CheckpointError;
 use chronobloom_core::bloom::Layout;
 use chronobloom_core::hash::{Key, KeyHash};
 use chronobloom_core::temporal::{Allocation, Pbf2, TemporalFilter, Tick};
@@ -89,6 +91,63 @@ impl LocalState {
             log_cap,
             with_hi,
         }
+    }
+
+    /// The state a checkpoint at `boundary` keeps: refused while an epoch is open.
+    pub(super) fn export(&self, boundary: Tick) -> Result<LocalSnapshot, CheckpointError> {
+        if let Some(e) = self.open.keys().next() {
+            return Err(CheckpointError::NotQuiescent {
+                operator: "local index",
+                boundary,
+                reason: format!("epoch {e} is open"),
+            });
+        }
+        Ok(LocalSnapshot {
+            filters: self.filters.clone(),
+            announcements: self.announcements.clone(),
+            resolved: self.resolved.clone(),
+            shipped: self.shipped,
+        })
+    }
+
+    /// Replaces the (fresh) state with a checkpoint's, after checking every filter has its
+    /// partition's allocation, the configured layout and seed.
+    pub(super) fn import(&mut self, snap: LocalSnapshot) -> Result<(), CheckpointError> {
+        let refuse = |reason: String| Err(CheckpointError::state("local index", reason));
+        for (&p, pbf) in &snap.filters {
+            let Some(a) = snap.resolved.get(&p) else {
+                return refuse(format!("partition {p} has a filter but no allocation"));
+            };
+            let shapes = a.shapes();
+            let fits = pbf.levels() as usize == shapes.len()
+                && pbf.seed() == self.config.seed()
+                && p < self.config.partitions()
+                && self.config.fits(a)
+                && shapes
+                    .iter()
+                    .enumerate()
+                    .all(|(l, want)| match pbf.level(l as u32) {
+                        Some(f) => f.shape() == *want && f.layout() == self.config.layout(),
+                        None => want.bits == 0,
+                    });
+            if !fits {
+                return refuse(format!(
+                    "partition {p}'s filter does not match its allocation and the configuration"
+                ));
+            }
+        }
+        self.filters = snap.filters;
+        for pbf in self.filters.values_mut() {
+            for level in 0..pbf.levels() {
+                if let Some(f) = pbf.level_mut(level) {
+                    f.bits_mut().track_dirty();
+                }
+            }
+        }
+        self.announcements = snap.announcements;
+        self.resolved = snap.resolved;
+        self.shipped = snap.shipped;
+        Ok(())
     }
 
     /// Records an announcement stamped `t` for partition `p`.

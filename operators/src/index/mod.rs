@@ -10,8 +10,10 @@ pub mod held;
 pub mod local;
 mod local_state;
 pub mod query;
+mod resume;
 pub mod state;
 pub mod stats;
 pub mod temporal;
 
 pub use local::{LocalIndex, TimedLocalIndex};
+pub use resume::{IndexCheckpoint, IndexSnapshot};

@@ -9,7 +9,7 @@ use super::stats::EpochStats;
 use chronobloom_core::hash::{Key, KeyHash};
 use chronobloom_core::temporal::{Allocation, Tick, TimeRange};
 use serde::{Deserialize, Serialize};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
@@ -141,10 +141,34 @@ impl<'scope> MergeQuery<'scope> for StreamVec<'scope, u64, Shipment> {
         queries: StreamVec<'scope, u64, (K, TimeRange)>,
         config: &IndexConfig,
     ) -> StreamVec<'scope, u64, IndexEvent<K>> {
-        match config.placement() {
-            Placement::Replicated => replicated(self, queries, config),
-            Placement::Sharded => sharded(self, queries, config),
-        }
+        let scope = self.scope();
+        let merged = fresh_merged(config, scope.index(), scope.peers());
+        let cells = (Rc::new(RefCell::new(merged)), Rc::default());
+        merge_and_query_with(self, queries, config, cells)
+    }
+}
+
+/// A worker's empty merged state for the configured placement.
+pub(super) fn fresh_merged(config: &IndexConfig, me: usize, peers: usize) -> MergedState {
+    match config.placement() {
+        Placement::Replicated => MergedState::new(config),
+        Placement::Sharded => MergedState::shard(config, me, peers),
+    }
+}
+
+/// The merged state and digest table a worker's merge works on (fresh or restored).
+pub(super) type MergeCells = (Rc<RefCell<MergedState>>, Rc<RefCell<DigestTable>>);
+
+/// [`MergeQuery::merge_and_query`] on given state.
+pub(super) fn merge_and_query_with<'scope, K: Key + ExchangeData + Clone>(
+    shipments: StreamVec<'scope, u64, Shipment>,
+    queries: StreamVec<'scope, u64, (K, TimeRange)>,
+    config: &IndexConfig,
+    cells: MergeCells,
+) -> StreamVec<'scope, u64, IndexEvent<K>> {
+    match config.placement() {
+        Placement::Replicated => replicated(shipments, queries, config, cells),
+        Placement::Sharded => sharded(shipments, queries, config, cells),
     }
 }
 
@@ -153,9 +177,8 @@ fn replicated<'scope, K: Key + ExchangeData + Clone>(
     shipments: StreamVec<'scope, u64, Shipment>,
     queries: StreamVec<'scope, u64, (K, TimeRange)>,
     config: &IndexConfig,
+    (state, table): MergeCells,
 ) -> StreamVec<'scope, u64, IndexEvent<K>> {
-    let state = MergedState::new(config);
-    let mut table = DigestTable::default();
     let seed = config.seed();
     let digest = config.digest();
     merge_core(
@@ -178,6 +201,7 @@ fn replicated<'scope, K: Key + ExchangeData + Clone>(
         move |state, merged, stats, me| {
             let mut out = Vec::new();
             if digest {
+                let mut table = table.borrow_mut();
                 for (p, a) in &merged.partitions {
                     table.announce(*p, a);
                 }
@@ -202,6 +226,7 @@ fn sharded<'scope, K: Key + ExchangeData + Clone>(
     shipments: StreamVec<'scope, u64, Shipment>,
     queries: StreamVec<'scope, u64, (K, TimeRange)>,
     config: &IndexConfig,
+    (state, table): MergeCells,
 ) -> StreamVec<'scope, u64, IndexEvent<K>> {
     let scope = shipments.scope();
     let (me, peers) = (scope.index(), scope.peers());
@@ -217,7 +242,6 @@ fn sharded<'scope, K: Key + ExchangeData + Clone>(
             }
         })
         .broadcast();
-    let state = MergedState::shard(config, me, peers);
     let seed = config.seed();
     let digest = config.digest();
     // Query traffic (received, sent) since the last stats record.
@@ -322,9 +346,9 @@ fn sharded<'scope, K: Key + ExchangeData + Clone>(
         .broadcast()
         .unary_frontier(Pipeline, "ShardDigest", move |default_cap, _| {
             drop(default_cap);
-            let mut table = DigestTable::default();
             let mut stash: BTreeMap<u64, (Capability<u64>, Vec<DigestUpdate>)> = BTreeMap::new();
             move |(input, frontier), output| {
+                let mut table = table.borrow_mut();
                 let port = output.output_index();
                 input.for_each_stamp(|cap, data| {
                     let Some(&t) = cap.least() else { return };
@@ -375,7 +399,7 @@ pub(crate) fn merge_core<'scope, Q, O>(
     shipments: StreamVec<'scope, u64, Shipment>,
     queries: StreamVec<'scope, u64, Q>,
     config: &IndexConfig,
-    mut state: MergedState,
+    state: Rc<RefCell<MergedState>>,
     range_of: impl Fn(&Q) -> TimeRange + 'static,
     mut answer: impl FnMut(&MergedState, Q, Tick, u64) -> O + 'static,
     mut merged: impl FnMut(&mut MergedState, Merged, EpochStats, u32) -> Vec<O> + 'static,
@@ -397,6 +421,7 @@ where
             let mut inbox: BTreeMap<u64, Inbox> = BTreeMap::new();
             let mut held: BTreeMap<u64, Vec<Held<Q>>> = BTreeMap::new();
             move |(s_in, s_frontier), (q_in, q_frontier), output| {
+                let mut state = state.borrow_mut();
                 let port = output.output_index();
                 s_in.for_each_stamp(|cap, data| {
                     for batch in data {

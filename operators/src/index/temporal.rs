@@ -3,12 +3,17 @@
 
 use super::config::IndexConfig;
 use super::digest::EpochDigest;
-use super::local::TimedLocalIndex;
+use super::local::{self, TimedLocalIndex};
+use super::local_state::LocalState;
+use super::query::{fresh_merged, merge_and_query_with};
 use super::query::{IndexEvent, MergeQuery, QueryAnswer};
+use super::resume::{IndexCells, IndexCheckpoint, IndexSnapshot};
 use super::stats::EpochStats;
+use crate::checkpoint::CheckpointError;
 use crate::timed::Timed;
 use chronobloom_core::hash::Key;
 use chronobloom_core::temporal::{Allocation, Tick, TimeRange};
+use timely::dataflow::operators::generic::operator::empty;
 use timely::dataflow::operators::vec::Map;
 use timely::dataflow::StreamVec;
 use timely::ExchangeData;
@@ -110,6 +115,18 @@ pub trait TimedTemporalIndex<'scope> {
         allocations: StreamVec<'scope, u64, (u64, Allocation)>,
         config: &IndexConfig,
     ) -> IndexStreams<'scope, Q>;
+
+    /// [`Self::temporal_index_timed`], starting from a checkpointed state when `restore` is
+    /// given, with a handle that snapshots the state at a checkpoint boundary
+    /// ([`crate::checkpoint`]). A snapshot that does not fit `config` or this worker's share is
+    /// refused before anything is built.
+    #[allow(clippy::type_complexity)]
+    fn temporal_index_timed_resumable<Q: Key + ExchangeData + Clone>(
+        self,
+        queries: StreamVec<'scope, u64, (Q, TimeRange)>,
+        config: &IndexConfig,
+        restore: Option<IndexSnapshot>,
+    ) -> Result<(IndexStreams<'scope, Q>, IndexCheckpoint), CheckpointError>;
 }
 
 impl<'scope, K: Key + 'static> TimedTemporalIndex<'scope> for StreamVec<'scope, u64, (Tick, K)> {
@@ -135,6 +152,32 @@ impl<'scope, K: Key + 'static> TimedTemporalIndex<'scope> for StreamVec<'scope, 
                 .merge_and_query(queries, config),
         )
     }
+
+    fn temporal_index_timed_resumable<Q: Key + ExchangeData + Clone>(
+        self,
+        queries: StreamVec<'scope, u64, (Q, TimeRange)>,
+        config: &IndexConfig,
+        restore: Option<IndexSnapshot>,
+    ) -> Result<(IndexStreams<'scope, Q>, IndexCheckpoint), CheckpointError> {
+        let scope = self.scope();
+        let cells = cells(scope.index(), scope.peers(), config, restore)?;
+        let none = empty(scope);
+        let shipments = local::build(self, none, cells.local.clone());
+        let merge = (cells.merged.clone(), cells.digest.clone());
+        let events = merge_and_query_with(shipments, queries, config, merge);
+        Ok((split(events), IndexCheckpoint { cells }))
+    }
+}
+
+/// The resumable index's state for this worker, fresh or restored.
+fn cells(
+    scope_index: usize,
+    peers: usize,
+    config: &IndexConfig,
+    restore: Option<IndexSnapshot>,
+) -> Result<IndexCells, CheckpointError> {
+    let local = LocalState::new(config.clone(), scope_index, peers, false);
+    IndexCells::new(local, fresh_merged(config, scope_index, peers), restore)
 }
 
 /// Splits the merge's events into typed streams.

@@ -205,6 +205,11 @@ impl TaggedCuckooFilter {
         self.fpr
     }
 
+    /// The hash seed its fingerprints were made with.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
     /// Bits per slot: 16 or 32.
     pub fn slot_bits(&self) -> u32 {
         match self.store {

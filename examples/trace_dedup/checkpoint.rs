@@ -1,0 +1,273 @@
+//! Checkpoints of the main job (`--checkpoint-dir`, `--checkpoint-every`): what each worker
+//! writes at a boundary, how a job finds the checkpoint to resume from, and the one clear message
+//! a process prints when it loses a peer.
+//!
+//! Every worker writes, per checkpoint, its `dedup` and `index` state and a `source` mark (how
+//! many records of its share lie before the boundary, and a hash of them); worker 0 also writes
+//! the `report` gathered so far. On resume each worker re-reads its share from the start, skips
+//! the records before the boundary (checking they are the ones the mark describes, so a changed
+//! input is refused) and sends the rest: no record is counted twice or lost.
+
+use crate::cli::Args;
+use chronobloom::operators::checkpoint::{CheckpointError, CheckpointStore, Header};
+use chronobloom::operators::dedup::stats::DedupStats;
+use chronobloom::operators::stats::EpochStats;
+use chronobloom::operators::{DedupSnapshot, IndexSnapshot};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use xxhash_rust::xxh3::xxh3_64;
+
+/// The parts every worker writes.
+pub const WORKER_PARTS: [&str; 3] = ["dedup", "index", "source"];
+/// The part worker 0 writes besides.
+pub const REPORT: &str = "report";
+
+/// Where a worker's records before a boundary end: checked when they are skipped on resume.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceMark {
+    /// Records of the worker's share before the boundary.
+    pub records: u64,
+    /// A hash chained over their positions, ticks and key hashes.
+    pub hash: u64,
+}
+
+impl SourceMark {
+    /// Adds one record.
+    pub fn add(&mut self, seq: u64, tick: u64, key_hash: u64) {
+        let mut bytes = [0u8; 32];
+        bytes[..8].copy_from_slice(&self.hash.to_le_bytes());
+        bytes[8..16].copy_from_slice(&seq.to_le_bytes());
+        bytes[16..24].copy_from_slice(&tick.to_le_bytes());
+        bytes[24..].copy_from_slice(&key_hash.to_le_bytes());
+        self.hash = xxh3_64(&bytes);
+        self.records += 1;
+    }
+}
+
+/// What worker 0 gathered before a boundary.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Report {
+    pub dedup: Vec<DedupStats>,
+    pub index: Vec<EpochStats>,
+    pub digests: Vec<(u64, u64)>,
+    pub passed: Vec<u64>,
+}
+
+/// One worker's state to resume from.
+pub struct Restored {
+    pub dedup: DedupSnapshot,
+    pub index: IndexSnapshot,
+    pub mark: SourceMark,
+    /// Worker 0 only.
+    pub report: Option<Report>,
+}
+
+/// The job's checkpoint settings, shared by its workers.
+#[derive(Debug, Clone)]
+pub struct Checkpoints {
+    pub store: CheckpointStore,
+    /// Ticks between boundaries (a whole number of epochs).
+    pub every: u64,
+    /// The configuration's fingerprint: a checkpoint restores only into the same job.
+    pub job: u64,
+    pub workers: u32,
+    /// The boundary to resume from, if any.
+    pub resume: Option<u64>,
+}
+
+impl Checkpoints {
+    /// The settings the flags describe, with the newest complete checkpoint to resume from
+    /// (checkpoints that cannot be used are reported on stderr and skipped; one of another job
+    /// or worker count is an error). `None` without `--checkpoint-dir`.
+    pub fn from_args(
+        args: &Args,
+        workers: u32,
+        epoch: u64,
+        every: u64,
+    ) -> Result<Option<Self>, Box<dyn std::error::Error>> {
+        let Some(dir) = &args.checkpoint_dir else {
+            return Ok(None);
+        };
+        if args.exact_edge {
+            return Err("--checkpoint-dir needs the compact window state: the exact-edge tick \
+                        filters of --exact-edge are not checkpointed"
+                .into());
+        }
+        let store = CheckpointStore::open(dir)?;
+        let job = fingerprint(args);
+        let expected = expected_parts(workers);
+        let expected: Vec<(&str, u32)> = expected.iter().map(|(p, w)| (*p, *w)).collect();
+        let scan = store.newest_complete(job, workers, &expected)?;
+        for (b, why) in &scan.skipped {
+            eprintln!("trace_dedup: checkpoint at tick {b} skipped: {why}");
+        }
+        Ok(Some(Checkpoints {
+            store,
+            every: every.div_ceil(epoch).max(1) * epoch,
+            job,
+            workers,
+            resume: scan.complete,
+        }))
+    }
+
+    /// The next boundary after `t` (exclusive).
+    pub fn next_after(&self, t: u64) -> u64 {
+        (t / self.every + 1) * self.every
+    }
+
+    fn header(&self, part: &str, worker: u32, boundary: u64) -> Header {
+        Header {
+            part: part.into(),
+            worker,
+            workers: self.workers,
+            boundary,
+            job: self.job,
+        }
+    }
+
+    /// Writes one part of `worker`'s checkpoint at `boundary`.
+    pub fn write(
+        &self,
+        part: &str,
+        worker: u32,
+        boundary: u64,
+        payload: &[u8],
+    ) -> Result<(), CheckpointError> {
+        self.store
+            .write(&self.header(part, worker, boundary), payload)
+            .map(|_| ())
+    }
+
+    /// Removes checkpoints older than the newest one every worker has finished writing.
+    pub fn prune(&self) -> Result<(), CheckpointError> {
+        let expected = expected_parts(self.workers);
+        let expected: Vec<(&str, u32)> = expected.iter().map(|(p, w)| (*p, *w)).collect();
+        let newest = self
+            .store
+            .boundaries()?
+            .into_iter()
+            .find(|&b| self.store.all_present(b, &expected));
+        if let Some(b) = newest {
+            self.store.prune_before(b)?;
+        }
+        Ok(())
+    }
+
+    /// Reads worker `me`'s state at the resume boundary.
+    pub fn restore(&self, me: u32) -> Result<Option<Restored>, CheckpointError> {
+        let Some(b) = self.resume else {
+            return Ok(None);
+        };
+        let read = |part: &str| {
+            self.store
+                .read(b, part, me, self.workers, self.job)
+                .map(|(_, p)| p)
+        };
+        let dedup = DedupSnapshot::from_bytes(&read("dedup")?)?;
+        let index = IndexSnapshot::from_bytes(&read("index")?)?;
+        let mark = chronobloom::operators::checkpoint::from_bytes("source", &read("source")?)?;
+        let report = if me == 0 {
+            Some(chronobloom::operators::checkpoint::from_bytes(
+                REPORT,
+                &read(REPORT)?,
+            )?)
+        } else {
+            None
+        };
+        Ok(Some(Restored {
+            dedup,
+            index,
+            mark,
+            report,
+        }))
+    }
+
+    /// The directory of the resume checkpoint, or of the newest complete one, for messages.
+    pub fn describe_latest(&self) -> String {
+        let expected = expected_parts(self.workers);
+        let expected: Vec<(&str, u32)> = expected.iter().map(|(p, w)| (*p, *w)).collect();
+        let newest = self.store.boundaries().ok().and_then(|bs| {
+            bs.into_iter()
+                .find(|&b| self.store.all_present(b, &expected))
+        });
+        match newest {
+            Some(b) => format!("{} (tick {b})", self.store.checkpoint_dir(b).display()),
+            None => "none yet".into(),
+        }
+    }
+}
+
+fn expected_parts(workers: u32) -> Vec<(&'static str, u32)> {
+    let mut out: Vec<(&str, u32)> = (0..workers)
+        .flat_map(|w| WORKER_PARTS.iter().map(move |p| (*p, w)))
+        .collect();
+    out.push((REPORT, 0));
+    out
+}
+
+/// A fingerprint of everything that shapes the job's state and report: input, key, window,
+/// error rate, slack, mode, epochs, ticks, index, seed and what is collected.
+fn fingerprint(args: &Args) -> u64 {
+    let inputs: Vec<(PathBuf, u64)> = args
+        .pcap
+        .iter()
+        .chain(&args.csv)
+        .map(|p| (p.clone(), std::fs::metadata(p).map_or(0, |m| m.len())))
+        .collect();
+    let text = format!(
+        "v1 {inputs:?} {:?} {:?} {:?} {} {:?} {} {:?} {:?} {:?} {:?} {} {} {} {:?} {:?} {} {} {} {}",
+        args.synthetic,
+        args.key,
+        args.window,
+        args.fpr,
+        args.slack,
+        args.exact_edge,
+        args.mode,
+        args.epoch,
+        args.unit,
+        args.lateness,
+        args.skip_bad,
+        args.index_bits,
+        args.index_partitions,
+        args.index_placement,
+        args.index_layout,
+        args.seed,
+        args.verify || args.out.is_some(),
+        args.digest,
+        args.expected_keys,
+    );
+    xxh3_64(text.as_bytes())
+}
+
+/// Installs the panic hook that turns a lost connection to a peer process (timely's
+/// communication threads panic) into one message and exit code 3: which process was lost, the
+/// last complete checkpoint and how to restart. Other panics keep the default report.
+pub fn on_lost_peer(me: usize, processes: usize, latest: impl Fn() -> String + Send + Sync + 'static) {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        let lost = text.starts_with("timely communication error")
+            || text.starts_with("MergeQueue poisoned");
+        if !lost {
+            default(info);
+            return;
+        }
+        let thread = std::thread::current();
+        let peer = thread
+            .name()
+            .and_then(|n| n.strip_prefix("timely:recv-").or(n.strip_prefix("timely:send-")))
+            .map_or_else(|| "a peer process".to_string(), |p| format!("process {p}"));
+        eprintln!(
+            "trace_dedup: process {me} of {processes} lost its connection to {peer} ({text}); \
+             stopping. Last complete checkpoint: {}. Restart every process with the same flags \
+             (and --checkpoint-dir) to resume from it.",
+            latest()
+        );
+        std::process::exit(3);
+    }));
+}

@@ -1,0 +1,100 @@
+//! Checkpointing the temporal index: a worker's local filters, its share of the merged state
+//! and its digest table at a boundary, as bytes, and back.
+
+use super::digest::DigestTable;
+use super::local_state::LocalState;
+use super::state::{MergedSnapshot, MergedState};
+use crate::checkpoint::{from_bytes, to_bytes, CheckpointError};
+use chronobloom_core::temporal::{Allocation, Pbf2, Tick};
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// A worker's local index at a boundary: its per-partition filters and their allocations.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct LocalSnapshot {
+    pub filters: BTreeMap<u64, Pbf2>,
+    pub announcements: BTreeMap<u64, Allocation>,
+    pub resolved: BTreeMap<u64, Allocation>,
+    pub shipped: Option<u64>,
+}
+
+/// One worker's temporal index state at a checkpoint boundary.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexSnapshot {
+    /// Every record before this tick is in the state, none after.
+    pub boundary: Tick,
+    local: LocalSnapshot,
+    merged: MergedSnapshot,
+    digest: DigestTable,
+}
+
+impl IndexSnapshot {
+    /// Decodes a snapshot written by [`IndexCheckpoint::snapshot`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, CheckpointError> {
+        from_bytes("index", bytes)
+    }
+
+    /// Encodes the snapshot.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, CheckpointError> {
+        to_bytes("index", self)
+    }
+}
+
+/// The index's three pieces of per-worker state, shared with its operators.
+#[derive(Clone)]
+pub(super) struct IndexCells {
+    pub local: Rc<RefCell<LocalState>>,
+    pub merged: Rc<RefCell<MergedState>>,
+    pub digest: Rc<RefCell<DigestTable>>,
+}
+
+impl IndexCells {
+    /// Fresh state, or `restore`'s after checking it fits.
+    pub fn new(
+        local: LocalState,
+        merged: MergedState,
+        restore: Option<IndexSnapshot>,
+    ) -> Result<Self, CheckpointError> {
+        let (mut local, mut merged) = (local, merged);
+        let mut digest = DigestTable::default();
+        if let Some(snap) = restore {
+            local.import(snap.local)?;
+            merged.import(snap.merged)?;
+            snap.digest
+                .check()
+                .map_err(|e| CheckpointError::state("index digest", e))?;
+            digest = snap.digest;
+        }
+        Ok(IndexCells {
+            local: Rc::new(RefCell::new(local)),
+            merged: Rc::new(RefCell::new(merged)),
+            digest: Rc::new(RefCell::new(digest)),
+        })
+    }
+}
+
+/// A handle on a running temporal index's state, for checkpoints (see [`crate::checkpoint`]).
+pub struct IndexCheckpoint {
+    pub(super) cells: IndexCells,
+}
+
+impl IndexCheckpoint {
+    /// The index's state at `boundary`: call it once the worker's probe has passed `boundary`
+    /// and no record at or after it was sent; refused while an epoch is open.
+    pub fn snapshot(&self, boundary: Tick) -> Result<IndexSnapshot, CheckpointError> {
+        Ok(IndexSnapshot {
+            boundary,
+            local: self.cells.local.borrow().export(boundary)?,
+            merged: self.cells.merged.borrow().export(),
+            digest: self.cells.digest.borrow().clone(),
+        })
+    }
+}
+
+impl std::fmt::Debug for IndexCheckpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("IndexCheckpoint")
+    }
+}
