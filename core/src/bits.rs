@@ -98,6 +98,19 @@ impl Bits {
         }
     }
 
+    /// `len` zero bits, or [`Error::OutOfMemory`] where [`Bits::new`] would abort the process:
+    /// constructors sized by their caller use this one.
+    pub fn try_new(len: u64) -> Result<Self> {
+        let out_of_memory = || Error::OutOfMemory { bits: len };
+        let words = usize::try_from(len.div_ceil(64)).map_err(|_| out_of_memory())?;
+        // Ask the allocator once, then allocate zeroed: `vec![0; n]` gets pages the kernel zeroes
+        // on first touch, where `try_reserve` followed by `resize` would write every word now.
+        Vec::<u64>::new()
+            .try_reserve_exact(words)
+            .map_err(|_| out_of_memory())?;
+        Ok(Self::new(len))
+    }
+
     /// Builds from raw words (e.g. received from another worker); bits past `len` must be zero.
     pub fn from_words(len: u64, words: Vec<u64>) -> Result<Self> {
         if words.len() != words_for(len) {

@@ -100,7 +100,7 @@ pub enum Error {
         got: usize,
     },
     /// A structure could not get the memory its size requires.
-    #[error("out of memory: could not allocate {bits} bits; choose a smaller window or a larger error rate")]
+    #[error("out of memory: could not allocate {bits} bits; ask for fewer (fewer bits or items, a smaller window or a larger error rate)")]
     OutOfMemory {
         /// The number of bits requested.
         bits: u64,

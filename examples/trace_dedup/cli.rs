@@ -1,5 +1,6 @@
 //! Command-line flags: ours first, the rest (`-w`, `-n`, `-p`, `-h`) passed through to timely.
 
+use crate::error::JobError;
 use chronobloom::trace::{parse_duration, KeyKind};
 use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
@@ -23,7 +24,7 @@ pub struct Args {
     #[arg(long, num_args = 1.., conflicts_with = "synthetic")]
     pub csv: Vec<PathBuf>,
     /// A synthetic trace of this many records (the default input is a synthetic trace too).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub synthetic: Option<u64>,
     /// Which fields form the key.
     #[arg(long, default_value = "5tuple", value_parser = parse_key)]
@@ -32,11 +33,12 @@ pub struct Args {
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub window: Duration,
     /// Target false positive rate of the dedup filters (a false positive drops a unique record).
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
     pub fpr: f64,
     /// Slack of the window's edge: a key last seen `window + slack` or more ago is forgotten,
     /// one seen `window` to `window + slack` ago may count either way. Default window / 16.
-    #[arg(long, value_parser = parse_duration)]
+    /// `--exact-edge` has no slack.
+    #[arg(long, value_parser = parse_duration, conflicts_with = "exact_edge")]
     pub slack: Option<Duration>,
     /// Keep the window's edge exact (slack 0) with tick filters sized once for
     /// `--expected-keys`, about 10 cells of 8–32 bits a key, instead of the compact state sized
@@ -91,7 +93,8 @@ pub struct Args {
     /// Bits of the temporal index per partition.
     #[arg(long, default_value_t = 1 << 24)]
     pub index_bits: u64,
-    /// Hourly index partitions (the index's horizon); records past it are counted, not indexed.
+    /// Hourly index partitions (the index's horizon); records past it are deduplicated and
+    /// counted (`records_not_indexed`), not indexed.
     #[arg(long, default_value_t = 24)]
     pub index_partitions: u64,
     /// Where the merged index lives: `sharded` (each worker owns whole levels and inserts only
@@ -180,4 +183,65 @@ pub fn split(argv: impl IntoIterator<Item = String>) -> (Vec<String>, Vec<String
         }
     }
     (ours, timely)
+}
+
+/// Checks timely's flags before timely reads them: `-w` and `-n` at least 1, `-p` below `-n`, and
+/// a readable `-h` file (timely would run 0 workers as 1, and wait forever for process 5 of 2).
+pub fn check_timely(timely: &[String]) -> Result<(), JobError> {
+    let bad = |flag: &str, value: &str, expected: &str| JobError::Timely {
+        flag: flag.to_string(),
+        value: value.to_string(),
+        expected: expected.to_string(),
+    };
+    let count = |flag: &str, value: &str, expected: &str| {
+        value
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| bad(flag, value, expected))
+    };
+    let (mut processes, mut process) = (1, None);
+    let mut it = timely.iter().skip(1);
+    while let Some(a) = it.next() {
+        let (flag, value) = match a.split_once('=') {
+            Some((f, v)) => (f, v),
+            None => (a.as_str(), it.next().map_or("", String::as_str)),
+        };
+        match flag {
+            "-w" | "--workers" => {
+                count(
+                    flag,
+                    value,
+                    "a number of worker threads per process, at least 1",
+                )?;
+            }
+            "-n" | "--processes" => {
+                processes = count(flag, value, "a number of processes, at least 1")?;
+            }
+            "-p" | "--process" => {
+                let p = value
+                    .parse::<usize>()
+                    .map_err(|_| bad(flag, value, "this process's index, from 0"))?;
+                process = Some((flag, value, p));
+            }
+            "-h" | "--hostfile" => {
+                std::fs::File::open(value).map_err(|source| JobError::Hostfile {
+                    path: PathBuf::from(value),
+                    source,
+                })?;
+            }
+            _ => {}
+        }
+    }
+    match process {
+        Some((flag, value, p)) if p >= processes => Err(JobError::Timely {
+            flag: flag.to_string(),
+            value: value.to_string(),
+            expected: format!(
+                "a process index below -n {processes} (0 to {})",
+                processes - 1
+            ),
+        }),
+        _ => Ok(()),
+    }
 }

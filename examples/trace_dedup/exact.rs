@@ -4,6 +4,7 @@
 
 use crate::source::Plan;
 use chronobloom::core::hash::KeyHash;
+use chronobloom::trace::TraceError;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -23,7 +24,7 @@ pub struct Exact {
 }
 
 /// Runs the exact dedup over the whole input in one thread.
-pub fn run(plan: &Plan, window: u64) -> Result<Exact, Box<dyn std::error::Error>> {
+pub fn run(plan: &Plan, window: u64) -> Result<Exact, TraceError> {
     let start = Instant::now();
     let sweep_every = (window / 16).max(1);
     let mut last: HashMap<u128, u64> = HashMap::new();

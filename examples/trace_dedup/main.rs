@@ -12,6 +12,7 @@
 
 mod cli;
 mod dataflow;
+mod error;
 mod exact;
 mod plot;
 mod source;
@@ -20,8 +21,9 @@ mod verify;
 use chronobloom::core::bloom::Layout;
 use chronobloom::core::temporal::{Pbf2, TimeRange};
 use chronobloom::operators::{DedupConfig, DedupMode, IndexConfig, Placement};
-use chronobloom::trace::FlowKey;
+use chronobloom::trace::{FlowKey, Ticker};
 use clap::Parser;
+use error::JobError;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufWriter, Write};
@@ -51,21 +53,24 @@ fn ticks(d: std::time::Duration, unit: std::time::Duration) -> u64 {
     (d.as_nanos() / unit.as_nanos().max(1)) as u64
 }
 
-fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
-    let started = std::time::Instant::now();
-    let window = ticks(args.window, args.unit);
-    let epoch = ticks(args.epoch, args.unit);
-    if window == 0 || epoch == 0 {
-        return Err("--window and --epoch must be at least one tick (--unit)".into());
+/// `--{flag}` in ticks of `unit`, refused when shorter than one tick.
+fn at_least_one_tick(
+    flag: &'static str,
+    value: std::time::Duration,
+    unit: std::time::Duration,
+) -> Result<u64, JobError> {
+    match ticks(value, unit) {
+        0 => Err(JobError::BelowOneTick { flag, value, unit }),
+        t => Ok(t),
     }
-    let plan = source::Plan::new(args)?;
-    if args.exact {
-        return report_exact(args, &plan, window, started);
-    }
-    let queries = match &args.queries {
-        Some(p) => read_queries(p)?,
-        None => Vec::new(),
-    };
+}
+
+/// The dedup and index configurations the flags describe.
+fn configs(
+    args: &cli::Args,
+    window: u64,
+    epoch: u64,
+) -> Result<(DedupConfig, IndexConfig), chronobloom::operators::Error> {
     let dedup = DedupConfig::builder()
         .window(window)
         .fpr(args.fpr)
@@ -86,7 +91,6 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
         dedup
     };
     let dedup = dedup.build()?;
-    let slack = dedup.slack();
     // One PBF-2 partition per hour of trace time (rounded to whole epochs).
     let partition_len =
         (ticks(std::time::Duration::from_secs(3600), args.unit) / epoch).max(1) * epoch;
@@ -107,6 +111,79 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
             cli::IndexPlacement::Replicated => Placement::Replicated,
         })
         .build()?;
+    Ok((dedup, index))
+}
+
+/// A configuration error as the flag behind it, where one flag is: `--fpr 1.5: invalid dedup
+/// configuration ...`.
+fn flag_error(e: chronobloom::operators::Error, args: &cli::Args) -> JobError {
+    let duration = |d: std::time::Duration| format!("{d:?}");
+    let flag = match &e {
+        chronobloom::operators::Error::Config { config, name, .. } => match (*config, *name) {
+            ("dedup", "window") => Some(("--window", duration(args.window))),
+            ("dedup", "fpr") => Some(("--fpr", args.fpr.to_string())),
+            ("dedup", "slack") => args.slack.map(|s| ("--slack", duration(s))),
+            ("dedup", "expected_items") => {
+                Some(("--expected-keys", args.expected_keys.to_string()))
+            }
+            (_, "epoch_len") => Some(("--epoch", duration(args.epoch))),
+            ("index", "partitions") => {
+                Some(("--index-partitions", args.index_partitions.to_string()))
+            }
+            ("index", "bits") => Some(("--index-bits", args.index_bits.to_string())),
+            _ => None,
+        },
+        _ => None,
+    };
+    match flag {
+        Some((flag, value)) => JobError::Config {
+            flag,
+            value,
+            source: e,
+        },
+        None => JobError::Operators(e),
+    }
+}
+
+/// Refuses an output path whose directory does not exist before the run, not after it.
+fn check_output(flag: &'static str, path: &std::path::Path) -> Result<(), JobError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if dir.is_dir() {
+        return Ok(());
+    }
+    Err(JobError::Output {
+        flag,
+        path: path.to_path_buf(),
+        reason: format!("directory {} does not exist", dir.display()),
+    })
+}
+
+fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
+    let started = std::time::Instant::now();
+    cli::check_timely(&timely_args)?;
+    Ticker::new(args.unit, args.lateness)?; // --unit first: the ticks below divide by it
+    let window = at_least_one_tick("window", args.window, args.unit)?;
+    let epoch = at_least_one_tick("epoch", args.epoch, args.unit)?;
+    // The configurations, checked before any input is read (with `--exact` too).
+    let (dedup, index) = configs(args, window, epoch).map_err(|e| flag_error(e, args))?;
+    let slack = dedup.slack();
+    let partition_len = index.partition_len();
+    for (flag, path) in [("out", &args.out), ("plot", &args.plot)] {
+        if let Some(path) = path {
+            check_output(flag, path)?;
+        }
+    }
+    let plan = source::Plan::new(args)?;
+    if args.exact {
+        return report_exact(args, &plan, window, started);
+    }
+    let queries = match &args.queries {
+        Some(p) => read_queries(p)?,
+        None => Vec::new(),
+    };
     let levels = Pbf2::levels_for(partition_len)?;
     let job = dataflow::Job {
         plan: plan.clone(),
@@ -117,10 +194,10 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
         progress: !args.json,
         in_flight: args.in_flight,
     };
-    let gathered = dataflow::run(job, timely_args)?;
+    let gathered = dataflow::run(job, timely_args).map_err(JobError::Dataflow)?;
     let seconds_total = started.elapsed().as_secs_f64();
     if let Some(e) = gathered.iter().find_map(|g| g.error.clone()) {
-        return Err(e.into());
+        return Err(JobError::Dataflow(e));
     }
     let Some(g) = gathered.into_iter().find(|g| g.is_leader) else {
         return Ok(()); // another process's workers: process 0 reports
@@ -128,7 +205,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
 
     let n: u64 = g.tallies.iter().map(|t| t.records).sum();
     if n == 0 {
-        return Err(format!("{}: no IP records", plan.name()).into());
+        return Err(JobError::NoRecords { input: plan.name() });
     }
     let sum = |f: fn(&dataflow::WorkerTally) -> u64| g.tallies.iter().map(f).sum::<u64>();
     let unique_out: u64 = g.dedup.iter().map(|s| s.passed).sum();
@@ -157,13 +234,24 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
     let exact_records = all.as_deref().filter(|_| args.verify);
     let answers: Vec<serde_json::Value> = g_answers(&g, &queries, exact_records);
     let late = sum(|t| t.late) + g.dedup.iter().map(|s| s.late).sum::<u64>();
+    let not_indexed = not_indexed(&g.index);
 
     if let (Some(path), Some(all), Some(p)) = (&args.out, &all, &passed) {
-        write_out(path, all, p)?;
+        write_out(path, all, p).map_err(|e| JobError::Output {
+            flag: "out",
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
     }
     if let Some(path) = &args.plot {
         let points = epoch_points(&g.dedup, epoch, args.unit);
-        plot::write(path, &format!("trace_dedup: {}", plan.name()), &points)?;
+        plot::write(path, &format!("trace_dedup: {}", plan.name()), &points).map_err(|e| {
+            JobError::Output {
+                flag: "plot",
+                path: path.clone(),
+                reason: e.to_string(),
+            }
+        })?;
     }
     let per = |b: u64| b as f64 / n as f64;
     let report = json!({
@@ -172,6 +260,8 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), Box<dyn std::er
         "unique_out": unique_out,
         "duplicates_dropped": dropped,
         "late_records": late,
+        "records_not_indexed": not_indexed.values().sum::<u64>(),
+        "not_indexed_by_reason": not_indexed,
         "bad_records": sum(|t| t.bad),
         "not_ip": sum(|t| t.not_ip),
         "missed_duplicates": verdict.map(|v| v.missed_duplicates),
@@ -223,7 +313,7 @@ fn report_exact(
     plan: &source::Plan,
     window: u64,
     started: std::time::Instant,
-) -> Result<(), Box<dyn std::error::Error>> {
+) -> Result<(), JobError> {
     let x = exact::run(plan, window)?;
     let seconds_total = started.elapsed().as_secs_f64();
     let report = json!({
@@ -271,6 +361,21 @@ fn peak_rss_bytes() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+/// Records the index refused, by reason (`beyond_horizon`: past `--index-partitions` hours).
+fn not_indexed(stats: &[chronobloom::operators::stats::EpochStats]) -> BTreeMap<&'static str, u64> {
+    use chronobloom::operators::stats::RejectReason;
+    let mut out = BTreeMap::new();
+    for (reason, n) in stats.iter().flat_map(|s| &s.local.rejected) {
+        let name = match reason {
+            RejectReason::BeyondHorizon => "beyond_horizon",
+            RejectReason::BufferFull => "buffer_full",
+            RejectReason::BadAllocation => "bad_allocation",
+        };
+        *out.entry(name).or_default() += n;
+    }
+    out
 }
 
 /// The largest total over epochs of the bits the workers' dedup filters held.
@@ -338,20 +443,37 @@ fn g_answers(
 }
 
 /// `key,start,end` lines (ticks, inclusive); blank lines are skipped.
-fn read_queries(
-    path: &std::path::Path,
-) -> Result<Vec<(FlowKey, TimeRange)>, Box<dyn std::error::Error>> {
-    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn read_queries(path: &std::path::Path) -> Result<Vec<(FlowKey, TimeRange)>, JobError> {
+    let unreadable = |source| JobError::QueriesFile {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(unreadable)?;
     let mut out = Vec::new();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line?;
+    for (i, line) in std::io::BufReader::new(file).split(b'\n').enumerate() {
+        let at = |reason: String| JobError::QueryLine {
+            path: path.to_path_buf(),
+            line: i + 1,
+            reason,
+        };
+        let bytes = line.map_err(unreadable)?;
+        let line = std::str::from_utf8(&bytes).map_err(|e| {
+            let column = e.valid_up_to();
+            at(format!(
+                "not UTF-8 text: byte {:#04x} at column {}",
+                bytes[column],
+                column + 1
+            ))
+        })?;
         if line.trim().is_empty() {
             continue;
         }
-        let at = |reason: String| format!("{}:{}: {reason}", path.display(), i + 1);
         let mut parts = line.rsplitn(3, ',');
         let (Some(e), Some(s), Some(k)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(at("expected `key,start,end`".into()).into());
+            return Err(at(format!(
+                "expected `key,start,end`, found `{}`",
+                line.trim()
+            )));
         };
         let key: FlowKey = k
             .trim()
@@ -360,7 +482,7 @@ fn read_queries(
         let tick = |v: &str| {
             v.trim()
                 .parse::<u64>()
-                .map_err(|_| at(format!("`{v}` is not a tick")))
+                .map_err(|_| at(format!("`{}` is not a tick (a whole number)", v.trim())))
         };
         let range = TimeRange::new(tick(s)?, tick(e)?).map_err(|e| at(e.to_string()))?;
         out.push((key, range));
@@ -397,6 +519,12 @@ fn summary(r: &serde_json::Value, show_digest: bool) {
         "  records {}  passed {}  dropped as duplicates {}  late {}  bad {}",
         r["records"], r["unique_out"], r["duplicates_dropped"], r["late_records"], r["bad_records"]
     );
+    if r["records_not_indexed"].as_u64().unwrap_or(0) > 0 {
+        println!(
+            "  not indexed {} ({}): past the index's --index-partitions hours, or held back",
+            r["records_not_indexed"], r["not_indexed_by_reason"]
+        );
+    }
     println!(
         "  window {} ({} ticks, slack {}{}), target fpr {}, mode {}, {} workers",
         r["window"].as_str().unwrap_or(""),

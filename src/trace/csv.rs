@@ -4,7 +4,8 @@
 //! with up to nine fractional digits (`1510000000.123456`; what `tshark -T fields -e
 //! frame.time_epoch` prints), read exactly into nanoseconds. `src` and `dst` are IPv4 or IPv6
 //! addresses, `sport`, `dport` are 0..=65535 and `proto` is 0..=255. Fields may be padded with
-//! spaces; blank lines are ignored; nothing is quoted.
+//! spaces; blank lines are ignored; nothing is quoted. The text is UTF-8 (ASCII in practice): a
+//! line that is not is malformed, with the offending byte and column.
 
 use super::{FlowRecord, TraceError, TraceStats};
 use std::fs::File;
@@ -70,11 +71,11 @@ impl CsvTrace {
             stats: TraceStats::default(),
             done: false,
         };
-        let header = trace.read_line()?.unwrap_or_default();
+        let (header, _) = trace.read_line()?.unwrap_or_default();
         if header.trim().trim_start_matches('\u{feff}') != HEADER {
             return Err(TraceError::CsvHeader {
                 path: trace.path,
-                found: header.trim_end().to_owned(),
+                found: printable(header.trim_end()),
             });
         }
         Ok(trace)
@@ -85,8 +86,9 @@ impl CsvTrace {
         self.stats
     }
 
-    /// The next line without its terminator, lossily decoded; `None` at the end.
-    fn read_line(&mut self) -> Result<Option<String>, TraceError> {
+    /// The next line without its terminator, lossily decoded, and why it is not UTF-8 if it is
+    /// not; `None` at the end.
+    fn read_line(&mut self) -> Result<Option<(String, Option<String>)>, TraceError> {
         self.buf.clear();
         let n = self
             .input
@@ -99,9 +101,34 @@ impl CsvTrace {
             return Ok(None);
         }
         self.line += 1;
+        let not_utf8 = std::str::from_utf8(&self.buf).err().map(|e| {
+            let at = e.valid_up_to();
+            format!(
+                "not UTF-8 text: byte {:#04x} at column {} (save the file as UTF-8)",
+                self.buf[at],
+                at + 1
+            )
+        });
         let text = String::from_utf8_lossy(&self.buf);
-        Ok(Some(text.trim_end_matches(['\n', '\r']).to_owned()))
+        Ok(Some((
+            text.trim_end_matches(['\n', '\r']).to_owned(),
+            not_utf8,
+        )))
     }
+}
+
+/// `s` with control characters escaped (`\0`, `\u{1b}`), so that a binary first line prints
+/// as text.
+fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// Parses one data line.
@@ -157,7 +184,7 @@ impl Iterator for CsvTrace {
 
     fn next(&mut self) -> Option<Self::Item> {
         while !self.done {
-            let line = match self.read_line() {
+            let (line, not_utf8) = match self.read_line() {
                 Ok(Some(line)) => line,
                 Ok(None) => {
                     self.done = true;
@@ -172,7 +199,11 @@ impl Iterator for CsvTrace {
                 continue;
             }
             self.stats.read += 1;
-            return Some(match parse_line(&line) {
+            let parsed = match not_utf8 {
+                Some(reason) => Err(reason),
+                None => parse_line(&line),
+            };
+            return Some(match parsed {
                 Ok(r) => {
                     self.stats.records += 1;
                     Ok(r)

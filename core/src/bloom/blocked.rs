@@ -64,11 +64,15 @@ impl BlockedBloomFilter {
         let shape = FilterShape::new(bits, hashes)?;
         let blocks = FastMod::new(shape.bits.div_ceil(BLOCK_BITS))
             .ok_or_else(|| Error::invalid("bits", "a Bloom filter needs at least one bit"))?;
+        let len = blocks
+            .divisor()
+            .checked_mul(BLOCK_BITS)
+            .ok_or(Error::OutOfMemory { bits })?;
         Ok(BlockedBloomFilter {
             hashes,
             seed,
             blocks,
-            bits: Bits::new(blocks.divisor() * BLOCK_BITS),
+            bits: Bits::try_new(len)?,
         })
     }
 

@@ -53,6 +53,9 @@ pub enum Layout {
     Blocked,
 }
 
+/// What a layout mismatch names in [`crate::Error::ShapeMismatch`], with the codes' meaning.
+pub(crate) const LAYOUT_MISMATCH: &str = "layout (0 standard, 1 blocked)";
+
 impl Layout {
     /// A number for error messages: 0 standard, 1 blocked.
     pub(crate) fn code(self) -> u64 {

@@ -9,8 +9,9 @@ mod shape;
 mod standard;
 
 pub use blocked::BlockedBloomFilter;
+pub(crate) use layout::LAYOUT_MISMATCH;
 pub use layout::{blocked_probes, Layout, BLOCK_BITS};
-pub use shape::FilterShape;
+pub use shape::{FilterShape, MAX_HASHES};
 pub use standard::BloomFilter;
 
 use crate::hash::{Key, KeyHash};

@@ -29,7 +29,9 @@ impl FilterShape {
     }
 
     /// The shape that holds `items` distinct items at false positive rate `fpr` with the fewest
-    /// bits: `m = ceil(-n ln p / (ln 2)^2)`, `k = round(-log2 p)` (paper 000 eq. 3).
+    /// bits: `m = ceil(-n ln p / (ln 2)^2)`, `k = round(-log2 p)` (paper 000 eq. 3). A rate
+    /// needing more than [`MAX_HASHES`] hash functions (below about `2^-64.5`) is refused: the
+    /// equation's `m` would not reach it with fewer.
     ///
     /// ```
     /// use chronobloom_core::bloom::FilterShape;
@@ -43,10 +45,19 @@ impl FilterShape {
         if !(fpr > 0.0 && fpr < 1.0) {
             return Err(Error::invalid("fpr", format!("{fpr} is not in (0, 1)")));
         }
+        let hashes = (-fpr.log2()).round().max(1.0);
+        if hashes > f64::from(MAX_HASHES) {
+            return Err(Error::invalid(
+                "fpr",
+                format!("{fpr} needs more than {MAX_HASHES} hash functions"),
+            ));
+        }
         let ln2 = std::f64::consts::LN_2;
         let bits = (-(items as f64) * fpr.ln() / (ln2 * ln2)).ceil() as u64;
-        let hashes = (-fpr.log2()).round().clamp(1.0, f64::from(MAX_HASHES)) as u32;
-        Ok(FilterShape { bits, hashes })
+        Ok(FilterShape {
+            bits,
+            hashes: hashes as u32,
+        })
     }
 
     /// The hash count that minimises the false positive rate for `items` distinct items in

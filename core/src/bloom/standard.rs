@@ -2,7 +2,7 @@
 //! assumes (eqs. 1–3); optionally all `k` in one 512-bit block ([`Layout::Blocked`]).
 
 use super::batch::by_hashes;
-use super::layout::{block_offsets, block_seed, BLOCK_STEP, BLOCK_WORDS};
+use super::layout::{block_offsets, block_seed, BLOCK_STEP, BLOCK_WORDS, LAYOUT_MISMATCH};
 use super::{Filter, FilterShape, Layout, BLOCK_BITS};
 use crate::bits::{Bits, Writer};
 use crate::error::{Error, Result};
@@ -96,7 +96,7 @@ impl BloomFilter {
             hashes: shape.hashes,
             seed,
             modulus,
-            bits: Bits::new(shape.bits),
+            bits: Bits::try_new(shape.bits)?,
             layout,
         })
     }
@@ -133,7 +133,7 @@ impl BloomFilter {
 
     fn check_same_shape(&self, other: &BloomFilter) -> Result<()> {
         let pairs = [
-            ("layout", self.layout.code(), other.layout.code()),
+            (LAYOUT_MISMATCH, self.layout.code(), other.layout.code()),
             ("bits", self.bits.len(), other.bits.len()),
             ("hash functions", self.hashes.into(), other.hashes.into()),
             ("seed", self.seed, other.seed),
@@ -171,7 +171,7 @@ impl BloomFilter {
     pub fn union_folded(&self, other: &BloomFilter) -> Result<BloomFilter> {
         for (what, left, right) in [
             ("seed", self.seed, other.seed),
-            ("layout", self.layout.code(), other.layout.code()),
+            (LAYOUT_MISMATCH, self.layout.code(), other.layout.code()),
         ] {
             if left != right {
                 return Err(Error::ShapeMismatch { what, left, right });

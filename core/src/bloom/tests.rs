@@ -327,7 +327,7 @@ fn layouts_do_not_mix() {
     let b = BloomFilter::new(1024, 3, 0).unwrap();
     for r in [a.union(&b), a.union_folded(&b).map(|_| ())] {
         match r {
-            Err(Error::ShapeMismatch { what, .. }) => assert_eq!(what, "layout"),
+            Err(Error::ShapeMismatch { what, .. }) => assert_eq!(what, LAYOUT_MISMATCH),
             other => panic!("expected a layout mismatch, got {other:?}"),
         }
     }

@@ -64,7 +64,7 @@ impl Gbf {
             ));
         }
         Ok(Gbf {
-            bits: Bits::new(cells),
+            bits: Bits::try_new(cells)?,
             resets,
             sets,
             seed,

@@ -32,7 +32,7 @@ impl TimerArray {
             .filter(|&t| t < 1 << 48)
             .ok_or(Error::OutOfMemory { bits: u64::MAX })?;
         let mut timers = TimerArray {
-            bits: Bits::new(total),
+            bits: Bits::try_new(total)?,
             bpt,
             len,
         };

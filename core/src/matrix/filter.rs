@@ -99,7 +99,7 @@ impl MatrixBloom {
         )?;
         let geometry = Geometry::of(&shape, seed)
             .ok_or_else(|| Error::invalid("rows, cols", "rows × cols overflows u64"))?;
-        let bits = Bits::new(shape.stored_bits());
+        let bits = Bits::try_new(shape.stored_bits())?;
         Ok(MatrixBloom {
             shape,
             seed,
@@ -180,7 +180,11 @@ impl MatrixBloom {
             ("classes", a.classes, b.classes),
             ("row hashes", a.row_hashes.into(), b.row_hashes.into()),
             ("column hashes", a.col_hashes.into(), b.col_hashes.into()),
-            ("layout", a.layout.code(), b.layout.code()),
+            (
+                "layout (0 maximum adaptive, 1 minimum storage)",
+                a.layout.code(),
+                b.layout.code(),
+            ),
             ("seed", self.seed, other.seed),
         ];
         match pairs.into_iter().find(|(_, l, r)| l != r) {

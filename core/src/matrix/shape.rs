@@ -306,10 +306,18 @@ impl MatrixShape {
     pub fn max_adaptive(first: u64, second: u64, fpr: f64) -> Result<Self> {
         check_target(first.min(second), fpr)?;
         let side = fpr.sqrt();
-        let k = (-side.log2())
-            .round()
-            .clamp(1.0, f64::from(MAX_SIDE_HASHES)) as u32;
-        let bits = |n: u64| (-(n as f64) * side.ln() / (LN_2 * LN_2)).ceil().max(1.0) as u64;
+        let optimal = (-side.log2()).round().max(1.0);
+        let k = optimal.min(f64::from(MAX_SIDE_HASHES)) as u32;
+        let bits = |n: u64| {
+            let n = n as f64;
+            let m = if optimal > f64::from(MAX_SIDE_HASHES) {
+                // the hash count is capped: the bits that reach √p with k hashes (Theorem 1)
+                bits_for_hashes(n, f64::from(k), side)
+            } else {
+                -n * side.ln() / (LN_2 * LN_2)
+            };
+            m.ceil().max(1.0) as u64
+        };
         Self::max_adaptive_with(first, second, (k, k), (bits(first), bits(second)))
     }
 
@@ -335,6 +343,13 @@ fn theorem1(bits: f64, hashes: u32, items: f64) -> f64 {
     (1.0 - (-k * items / bits).exp()).powf(k)
 }
 
+/// The bits `m` at which `k` hashes give `items` items the rate `fpr` by Theorem 1:
+/// `m = −k n / ln(1 − p^{1/k})`. `ln_1p` keeps a tiny `p^{1/k}` from rounding the logarithm to 0
+/// (which made the cost −∞, and the least).
+fn bits_for_hashes(items: f64, k: f64, fpr: f64) -> f64 {
+    -k * items / (-fpr.powf(1.0 / k)).ln_1p()
+}
+
 fn check_target(items: u64, fpr: f64) -> Result<()> {
     if items == 0 {
         return Err(Error::invalid("items", "must be at least 1"));
@@ -348,10 +363,7 @@ fn check_target(items: u64, fpr: f64) -> Result<()> {
 /// Theorem 2 over integer pairs: the `(k1, k2, bits)` meeting `fpr` for `items` tuples with the
 /// fewest bits.
 fn optimal_pair(items: f64, fpr: f64) -> (u32, u32, f64) {
-    let bits_for = |k: u32| {
-        let k = f64::from(k);
-        -k * items / (1.0 - fpr.powf(1.0 / k)).ln()
-    };
+    let bits_for = |k: u32| bits_for_hashes(items, f64::from(k), fpr);
     let (k1, k2) = balanced_pair(bits_for);
     (k1, k2, bits_for(k1 * k2).ceil())
 }

@@ -19,7 +19,7 @@
 //! blocks ([`Allocation::for_layout`] rounds an allocation down to them).
 
 use super::{dyadic_cover, Allocation, Answer, Block, TemporalFilter, Tick, TimeRange};
-use crate::bloom::{BloomFilter, Filter, FilterShape, Layout};
+use crate::bloom::{BloomFilter, Filter, FilterShape, Layout, LAYOUT_MISMATCH};
 use crate::error::{Error, Result};
 use crate::hash::{BucketMix, KeyHash};
 use serde::{Deserialize, Serialize};
@@ -93,7 +93,7 @@ impl TryFrom<Pbf2Fields> for Pbf2 {
         if let Some(first) = layouts.next() {
             if let Some(other) = layouts.find(|&l| l != first) {
                 return Err(Error::ShapeMismatch {
-                    what: "level layouts",
+                    what: "level layouts (0 standard, 1 blocked)",
                     left: first.code(),
                     right: other.code(),
                 });
@@ -350,7 +350,7 @@ impl Pbf2 {
         }
         for (what, l, r) in [
             ("seed", self.seed, next.seed),
-            ("layout", self.layout().code(), next.layout().code()),
+            (LAYOUT_MISMATCH, self.layout().code(), next.layout().code()),
             ("levels", self.levels.len() as u64, next.levels.len() as u64),
         ] {
             if l != r {
@@ -407,14 +407,20 @@ impl Pbf2 {
     }
 
     /// ORs another PBF-2 of the same configuration into this one (a dynamic one first grows to the
-    /// other's levels). Refuses other horizons, seeds or level shapes.
+    /// other's levels). Refuses other starts, horizons, seeds or level shapes (neighbouring spans
+    /// merge with [`Self::merge_adjacent`]).
     pub fn union(&mut self, other: &Pbf2) -> Result<()> {
-        if self.horizon != other.horizon || self.start != other.start {
-            return Err(Error::ShapeMismatch {
-                what: "horizon",
-                left: self.horizon.unwrap_or(0),
-                right: other.horizon.unwrap_or(0),
-            });
+        for (what, left, right) in [
+            ("start", self.start, other.start),
+            (
+                "horizon",
+                self.horizon.unwrap_or(0),
+                other.horizon.unwrap_or(0),
+            ),
+        ] {
+            if left != right {
+                return Err(Error::ShapeMismatch { what, left, right });
+            }
         }
         if self.horizon.is_none() {
             self.grow_to(other.capacity().saturating_sub(1))?;

@@ -846,12 +846,18 @@ fn blocked_pbf2_keeps_its_layout_through_every_operation() {
     let mut s = Pbf2::new(64, &std_alloc, 9).unwrap();
     assert!(matches!(
         s.union(&a),
-        Err(crate::Error::ShapeMismatch { what: "layout", .. })
+        Err(crate::Error::ShapeMismatch {
+            what: crate::bloom::LAYOUT_MISMATCH,
+            ..
+        })
     ));
     let s_next = Pbf2::starting_at(64, 64, &std_alloc, 9).unwrap();
     assert!(matches!(
         a.merge_adjacent(&s_next),
-        Err(crate::Error::ShapeMismatch { what: "layout", .. })
+        Err(crate::Error::ShapeMismatch {
+            what: crate::bloom::LAYOUT_MISMATCH,
+            ..
+        })
     ));
     assert!(
         Pbf2::dynamic_with_layout(FilterShape::new(1000, 3).unwrap(), 9, Layout::Blocked).is_err()

@@ -176,22 +176,25 @@ impl DedupConfigBuilder {
     pub fn build(self) -> Result<DedupConfig> {
         let window = self
             .window
-            .ok_or_else(|| Error::config("window", "is required"))?;
+            .ok_or_else(|| Error::config("dedup", "window", "is required"))?;
         if !(1..=MAX_WINDOW).contains(&window) {
             return Err(Error::config(
+                "dedup",
                 "window",
                 format!("{window} is outside 1..={MAX_WINDOW}"),
             ));
         }
         if !(self.fpr > 0.0 && self.fpr < 1.0) {
             return Err(Error::config(
+                "dedup",
                 "fpr",
                 format!("{} is not in (0, 1)", self.fpr),
             ));
         }
-        let epoch_len = Error::positive_ticks("epoch_len", self.epoch_len)?;
+        let epoch_len = Error::positive_ticks("dedup", "epoch_len", self.epoch_len)?;
         if !(1..=MAX_SHARDS).contains(&self.shards) {
             return Err(Error::config(
+                "dedup",
                 "shards",
                 format!("{} is outside 1..={MAX_SHARDS}", self.shards),
             ));
@@ -205,10 +208,15 @@ impl DedupConfigBuilder {
             }
         };
         if expected_items == Some(0) {
-            return Err(Error::config("expected_items", "must be at least 1"));
+            return Err(Error::config(
+                "dedup",
+                "expected_items",
+                "must be at least 1",
+            ));
         }
         if self.exact_edge && expected_items.is_none() {
             return Err(Error::config(
+                "dedup",
                 "expected_items",
                 "is required with `exact_edge` (the tick filters are sized once)",
             ));
@@ -217,6 +225,7 @@ impl DedupConfigBuilder {
             let min = min_slack(window);
             if slack < min {
                 return Err(Error::config(
+                    "dedup",
                     "slack",
                     format!(
                         "{slack} ticks is below {min}, the least for a window of {window} ticks \

@@ -35,6 +35,7 @@ impl ShardFilter {
             let shape = Self::tick_shape(config)?;
             if shape.bits > MAX_SHARD_CELLS {
                 return Err(Error::config(
+                    "dedup",
                     "expected_items",
                     format!(
                         "{} cells per shard exceed {MAX_SHARD_CELLS}: raise `shards`",
@@ -46,13 +47,14 @@ impl ShardFilter {
         }
         if Self::hint(config) > MAX_HINT {
             return Err(Error::config(
+                "dedup",
                 "expected_items",
                 format!("more than {MAX_HINT} keys per shard: raise `shards`"),
             ));
         }
         TaggedCuckooFilter::new(config.window(), config.slack(), config.fpr(), config.seed())
             .map(|_| ())
-            .map_err(|e| Error::config("window", e.to_string()))
+            .map_err(|e| Error::in_config("dedup", e))
     }
 
     /// An empty shard filter for ticks from `start` on (`config` was checked).

@@ -69,6 +69,7 @@ impl<'scope> MergeKeyBatches<'scope> for StreamVec<'scope, u64, Shipment> {
     ) -> Result<StreamVec<'scope, u64, KeyBatchAnswer<K>>> {
         if config.placement() != Placement::Replicated {
             return Err(Error::config(
+                "index",
                 "placement",
                 "batch queries are answered from a replicated merged state",
             ));

@@ -70,10 +70,14 @@ impl MembershipConfigBuilder {
 
     /// Validates the parameters.
     pub fn build(self) -> Result<MembershipConfig> {
-        let window = Error::positive_ticks("window", self.window)?;
-        let epoch_len = Error::positive_ticks("epoch_len", self.epoch_len)?;
+        let window = Error::positive_ticks("membership", "window", self.window)?;
+        let epoch_len = Error::positive_ticks("membership", "epoch_len", self.epoch_len)?;
         if self.min_slice_keys == 0 {
-            return Err(Error::config("min_slice_keys", "must be at least 1"));
+            return Err(Error::config(
+                "membership",
+                "min_slice_keys",
+                "must be at least 1",
+            ));
         }
         let slack = self.slack.unwrap_or_else(|| default_slack(window));
         let config = MembershipConfig {
@@ -151,12 +155,8 @@ impl MembershipConfig {
 
     /// Empty slices for this configuration.
     pub fn slices(&self) -> Result<GenerationSlices> {
-        Ok(GenerationSlices::new(
-            self.window,
-            self.slack,
-            self.fpr,
-            self.seed,
-        )?)
+        GenerationSlices::new(self.window, self.slack, self.fpr, self.seed)
+            .map_err(|e| Error::in_config("membership", e))
     }
 }
 

@@ -30,10 +30,10 @@
 //! allocation too. Every emitted allocation is validated as an index configuration; one that fails
 //! is replaced by the configured allocation and the reason is reported.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::index::config::IndexConfig;
 use chronobloom_core::alloc::{FilterStats, Strategy, DEFAULT_K_MAX};
-use chronobloom_core::bloom::FilterShape;
+use chronobloom_core::bloom::MAX_HASHES;
 use chronobloom_core::hash::{Key, KeyHash};
 use chronobloom_core::sketch::FmSketch;
 use chronobloom_core::temporal::{dyadic_cover, Allocation, Tick, TimeRange};
@@ -435,7 +435,13 @@ impl<'scope, K: Key + 'static> Allocator<'scope> for StreamVec<'scope, u64, K> {
         index: &IndexConfig,
         config: &AllocatorConfig,
     ) -> Result<AllocatorStreams<'scope>> {
-        FilterShape::new(1, config.k_max)?;
+        if !(1..=MAX_HASHES).contains(&config.k_max) {
+            return Err(Error::config(
+                "allocator",
+                "k_max",
+                format!("{} is outside 1..={MAX_HASHES}", config.k_max),
+            ));
+        }
         let levels = index.allocation().shapes().len() as u32;
         let empty = PartitionSketch::new(levels, config.bitmaps, index.seed())?;
         let parts = Partitions {

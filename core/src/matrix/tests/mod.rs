@@ -259,3 +259,34 @@ fn equal_bit_shapes_stay_within_the_budget() {
     );
     assert_eq!(s.layout, MatrixLayout::MaximumAdaptive);
 }
+
+/// Tiny targets: every sizing rule meets its target by its own formula (Theorem 1 for the square
+/// and the j-matrix, §IV-B's product for the maximum-adaptive matrix), including targets that
+/// need more than 16 hashes a side or round `1 − p^{1/k}` to 1.
+#[test]
+fn tiny_targets_are_met() {
+    for p in [1e-6, 1e-12, 1e-19, 1e-30, 1e-100, 1e-300] {
+        let square = MatrixShape::for_fpr(1_000, p).expect("square");
+        assert!(
+            square.fpr(1_000.0) <= p * 1.000_001,
+            "square at {p:e}: {square:?}"
+        );
+        let classes = MatrixShape::min_storage(1_000, 4, p).expect("j-matrix");
+        assert!(
+            classes.fpr(1_000.0) <= p * 1.000_001,
+            "j-matrix at {p:e}: {classes:?}"
+        );
+        // 16 hashes a side reach 1e-100 with ≈ 21,000 bits a component; 1e-300 would need a
+        // matrix past 2^64 bits, which is refused
+        match MatrixShape::max_adaptive(100, 40, p) {
+            Ok(max) => {
+                let got = max.fpr_adaptive(100.0, 40.0);
+                assert!(
+                    got <= p * 1.000_001,
+                    "max adaptive at {p:e}: {got:e}, {max:?}"
+                );
+            }
+            Err(e) => assert!(p < 1e-100, "max adaptive at {p:e}: {e}"),
+        }
+    }
+}

@@ -139,7 +139,8 @@ impl TaggedCuckooFilter {
     /// A filter over a window of `window` ticks (1 to 2^40) with slack `slack` ticks (a key is
     /// forgotten `window + slack` ticks after its last insertion; at least
     /// `(window − 1) / 30`, so that the window spans at most 31 generations) and false positive
-    /// rate at most `fpr` in (0, 1).
+    /// rate at most `fpr` in (0, 1); a rate below about 1.13·10⁻⁷, the least 32-bit slots reach,
+    /// is refused.
     pub fn new(window: Tick, slack: Tick, fpr: f64, seed: u64) -> Result<Self> {
         Self::with_hint(window, slack, fpr, 0, seed)
     }
@@ -155,6 +156,15 @@ impl TaggedCuckooFilter {
         }
         if !(fpr > 0.0 && fpr < 1.0) {
             return Err(Error::invalid("fpr", format!("{fpr} is not in (0, 1)")));
+        }
+        if fpr < least_fpr() {
+            return Err(Error::invalid(
+                "fpr",
+                format!(
+                    "{fpr} is below {:.3e}, the least rate 32-bit slots reach",
+                    least_fpr()
+                ),
+            ));
         }
         let live_gens = live_generations(window, slack);
         if live_gens > MAX_LIVE_GENERATIONS {
@@ -595,7 +605,18 @@ fn tag_mask(first: u64, last: u64) -> u32 {
 
 /// Whether 16-bit slots (11-bit fingerprints) meet `fpr`.
 fn narrow_enough(fpr: f64) -> bool {
-    (2 * SLOTS) as f64 * LOAD / ((1u64 << u16::FP_BITS) - 1) as f64 <= fpr
+    slot_fpr(u16::FP_BITS) <= fpr
+}
+
+/// The least false positive rate the filter reaches: that of 32-bit slots.
+fn least_fpr() -> f64 {
+    slot_fpr(u32::FP_BITS)
+}
+
+/// The false positive rate of one full table of slots with `fp_bits`-bit fingerprints: the two
+/// buckets' slots at load `α`, each matching with probability `1 / (2^fp_bits − 1)`.
+fn slot_fpr(fp_bits: u32) -> f64 {
+    (2 * SLOTS) as f64 * LOAD / ((1u64 << fp_bits) - 1) as f64
 }
 
 /// Buckets for `items` entries at load `α` (at least [`MIN_BUCKETS`]).

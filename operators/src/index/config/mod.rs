@@ -219,9 +219,13 @@ impl IndexConfig {
     }
 
     /// An empty PBF-2 for one partition.
+    ///
+    /// # Panics
+    ///
+    /// When the allocator cannot provide its bits ([`chronobloom_core::Error::OutOfMemory`]):
+    /// `build` checked everything else `Pbf2::with_layout` checks (the horizon, the allocation's
+    /// length and shapes).
     pub fn new_partition(&self) -> Pbf2 {
-        // `build` checked the horizon and the allocation's length and shapes, which is all
-        // `Pbf2::new` checks.
         Pbf2::with_layout(
             0,
             self.partition_len,
@@ -342,20 +346,22 @@ impl IndexConfigBuilder {
 
     /// Validates and returns the configuration.
     pub fn build(self) -> Result<IndexConfig> {
-        let epoch_len = Error::positive_ticks("epoch_len", self.epoch_len)?;
-        let partition_len = Error::positive_ticks("partition_len", self.partition_len)?;
+        let epoch_len = Error::positive_ticks("index", "epoch_len", self.epoch_len)?;
+        let partition_len = Error::positive_ticks("index", "partition_len", self.partition_len)?;
         let partitions = self.partitions.unwrap_or(1);
         if partition_len % epoch_len != 0 {
             return Err(Error::config(
+                "index",
                 "epoch_len",
                 format!("{epoch_len} does not divide partition_len {partition_len}"),
             ));
         }
         if partitions == 0 {
-            return Err(Error::config("partitions", "must be at least 1"));
+            return Err(Error::config("index", "partitions", "must be at least 1"));
         }
         if partitions.checked_mul(partition_len).is_none() {
             return Err(Error::config(
+                "index",
                 "partitions",
                 "partitions * partition_len overflows u64 ticks",
             ));
@@ -364,12 +370,14 @@ impl IndexConfigBuilder {
         let allocation = match (self.allocation, self.bits) {
             (Some(_), Some(_)) => {
                 return Err(Error::config(
+                    "index",
                     "bits",
                     "give either bits (and hashes) or an allocation, not both",
                 ))
             }
             (Some(_), None) if self.hashes.is_some() => {
                 return Err(Error::config(
+                    "index",
                     "hashes",
                     "the allocation already fixes each level's hashes",
                 ))
@@ -381,6 +389,7 @@ impl IndexConfigBuilder {
                     .find(|s| s.bits != 0 && self.layout.check_bits(s.bits).is_err())
                 {
                     return Err(Error::config(
+                        "index",
                         "allocation",
                         format!(
                             "a level of {} bits is not in whole {}-bit blocks",
@@ -395,11 +404,16 @@ impl IndexConfigBuilder {
                     .for_layout(self.layout)
             }
             (None, None) => {
-                return Err(Error::config("bits", "is required (or give an allocation)"))
+                return Err(Error::config(
+                    "index",
+                    "bits",
+                    "is required (or give an allocation)",
+                ))
             }
         };
         if allocation.shapes().len() != levels {
             return Err(Error::config(
+                "index",
                 "allocation",
                 format!(
                     "has {} levels, a PBF-2 over {partition_len} ticks has {levels}",
@@ -408,7 +422,11 @@ impl IndexConfigBuilder {
             ));
         }
         if allocation.total_bits() == 0 {
-            return Err(Error::config("bits", "at least one level needs bits"));
+            return Err(Error::config(
+                "index",
+                "bits",
+                "at least one level needs bits",
+            ));
         }
         if let Some(s) = allocation
             .shapes()
@@ -416,6 +434,7 @@ impl IndexConfigBuilder {
             .find(|s| s.bits / 64 > u64::from(u32::MAX))
         {
             return Err(Error::config(
+                "index",
                 "bits",
                 format!(
                     "a level of {} bits has more words than a u32 indexes",
@@ -425,7 +444,11 @@ impl IndexConfigBuilder {
         }
         let max_buffered = self.max_buffered.unwrap_or(DEFAULT_MAX_BUFFERED);
         if max_buffered == 0 {
-            return Err(Error::config("max_buffered", "must be at least 1 record"));
+            return Err(Error::config(
+                "index",
+                "max_buffered",
+                "must be at least 1 record",
+            ));
         }
         Ok(IndexConfig {
             epoch_len,

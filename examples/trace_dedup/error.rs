@@ -1,0 +1,120 @@
+//! The main job's one error type: every message names the flag or file at fault and its value,
+//! and ends the run with exit code 2 (`docs/ERRORS.md` lists them).
+
+use chronobloom::trace::TraceError;
+use std::path::PathBuf;
+use std::time::Duration;
+use thiserror::Error;
+
+/// Everything that stops `trace_dedup`.
+#[derive(Debug, Error)]
+pub enum JobError {
+    /// A duration flag shorter than one tick of `--unit` (so zero ticks long).
+    #[error(
+        "--{flag} {value:?} is shorter than one tick (--unit {unit:?}); give at least {unit:?}"
+    )]
+    BelowOneTick {
+        /// The flag, without dashes.
+        flag: &'static str,
+        /// Its value.
+        value: Duration,
+        /// The tick length.
+        unit: Duration,
+    },
+    /// A flag the dedup or index configuration refused.
+    #[error("{flag} {value}: {source}")]
+    Config {
+        /// The flag (`--fpr`, ...).
+        flag: &'static str,
+        /// Its value as given.
+        value: String,
+        /// Why the configuration refused it.
+        #[source]
+        source: chronobloom::operators::Error,
+    },
+    /// A configuration error no single flag explains.
+    #[error(transparent)]
+    Operators(#[from] chronobloom::operators::Error),
+    /// A structure the job sizes from its flags could not be built.
+    #[error(transparent)]
+    Core(#[from] chronobloom::core::Error),
+    /// A value of timely's `-w`, `-n`, `-p` or `-h` outside its domain.
+    #[error("invalid {flag} `{value}`: expected {expected}")]
+    Timely {
+        /// The flag as given (`-w`, `--workers`, ...).
+        flag: String,
+        /// Its value.
+        value: String,
+        /// What is accepted.
+        expected: String,
+    },
+    /// A hostfile (`-h`) that cannot be read.
+    #[error("cannot read hostfile {}: {source}", path.display())]
+    Hostfile {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's reason.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A directory given to `--pcap` or `--csv` that holds no file of that kind.
+    #[error("{}: no {kinds} file in this directory (--{flag})", path.display())]
+    EmptyDirectory {
+        /// The directory.
+        path: PathBuf,
+        /// `pcap` or `csv`.
+        flag: &'static str,
+        /// The extensions looked for.
+        kinds: &'static str,
+    },
+    /// A directory given to `--pcap` or `--csv` that cannot be listed.
+    #[error("cannot list directory {}: {source}", path.display())]
+    ListDirectory {
+        /// The directory.
+        path: PathBuf,
+        /// The operating system's reason.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The queries file cannot be opened or read.
+    #[error("cannot read queries file {}: {source}", path.display())]
+    QueriesFile {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's reason.
+        #[source]
+        source: std::io::Error,
+    },
+    /// One line of the queries file is not `key,start,end`.
+    #[error("{}:{line}: {reason}", path.display())]
+    QueryLine {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An output file (`--out`, `--plot`) that cannot be written.
+    #[error("cannot write --{flag} {}: {reason}", path.display())]
+    Output {
+        /// `out` or `plot`.
+        flag: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The input held no IP record.
+    #[error("{input}: no IP records")]
+    NoRecords {
+        /// The input's name.
+        input: String,
+    },
+    /// Reading the input failed.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// Timely could not start the workers, or a worker's reader failed (its message).
+    #[error("{0}")]
+    Dataflow(String),
+}
