@@ -9,6 +9,7 @@
 //! input is refused) and sends the rest: no record is counted twice or lost.
 
 use crate::cli::Args;
+use crate::error::JobError;
 use chronobloom::operators::checkpoint::{CheckpointError, CheckpointStore, Header};
 use chronobloom::operators::dedup::stats::DedupStats;
 use chronobloom::operators::stats::EpochStats;
@@ -84,14 +85,12 @@ impl Checkpoints {
         workers: u32,
         epoch: u64,
         every: u64,
-    ) -> Result<Option<Self>, Box<dyn std::error::Error>> {
+    ) -> Result<Option<Self>, JobError> {
         let Some(dir) = &args.checkpoint_dir else {
             return Ok(None);
         };
         if args.exact_edge {
-            return Err("--checkpoint-dir needs the compact window state: the exact-edge tick \
-                        filters of --exact-edge are not checkpointed"
-                .into());
+            return Err(JobError::CheckpointExactEdge);
         }
         let store = CheckpointStore::open(dir)?;
         let job = fingerprint(args);
@@ -242,7 +241,11 @@ fn fingerprint(args: &Args) -> u64 {
 /// Installs the panic hook that turns a lost connection to a peer process (timely's
 /// communication threads panic) into one message and exit code 3: which process was lost, the
 /// last complete checkpoint and how to restart. Other panics keep the default report.
-pub fn on_lost_peer(me: usize, processes: usize, latest: impl Fn() -> String + Send + Sync + 'static) {
+pub fn on_lost_peer(
+    me: usize,
+    processes: usize,
+    latest: impl Fn() -> String + Send + Sync + 'static,
+) {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let text = info
@@ -260,7 +263,10 @@ pub fn on_lost_peer(me: usize, processes: usize, latest: impl Fn() -> String + S
         let thread = std::thread::current();
         let peer = thread
             .name()
-            .and_then(|n| n.strip_prefix("timely:recv-").or(n.strip_prefix("timely:send-")))
+            .and_then(|n| {
+                n.strip_prefix("timely:recv-")
+                    .or(n.strip_prefix("timely:send-"))
+            })
             .map_or_else(|| "a peer process".to_string(), |p| format!("process {p}"));
         eprintln!(
             "trace_dedup: process {me} of {processes} lost its connection to {peer} ({text}); \

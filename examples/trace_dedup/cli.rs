@@ -113,6 +113,17 @@ pub struct Args {
     /// Hash seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Write checkpoints to this directory (shared by every process) and resume from the newest
+    /// complete one found there: a job that stopped restarts where it was, with the same flags.
+    #[arg(long)]
+    pub checkpoint_dir: Option<PathBuf>,
+    /// Trace time between checkpoints (rounded up to whole epochs).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub checkpoint_every: Duration,
+    /// Read at most this many records per second of wall time per process (0: as fast as
+    /// possible): a steady stream for soaks and crash tests.
+    #[arg(long, default_value_t = 0)]
+    pub rate: u64,
 }
 
 /// Where the merged temporal index lives.
@@ -187,7 +198,22 @@ pub fn split(argv: impl IntoIterator<Item = String>) -> (Vec<String>, Vec<String
 
 /// Checks timely's flags before timely reads them: `-w` and `-n` at least 1, `-p` below `-n`, and
 /// a readable `-h` file (timely would run 0 workers as 1, and wait forever for process 5 of 2).
-pub fn check_timely(timely: &[String]) -> Result<(), JobError> {
+/// How timely's flags lay out the job: worker threads per process, processes, this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub threads: usize,
+    pub processes: usize,
+    pub process: usize,
+}
+
+impl Layout {
+    /// Workers over all processes.
+    pub fn workers(&self) -> usize {
+        self.threads * self.processes
+    }
+}
+
+pub fn check_timely(timely: &[String]) -> Result<Layout, JobError> {
     let bad = |flag: &str, value: &str, expected: &str| JobError::Timely {
         flag: flag.to_string(),
         value: value.to_string(),
@@ -200,7 +226,7 @@ pub fn check_timely(timely: &[String]) -> Result<(), JobError> {
             .filter(|&n| n >= 1)
             .ok_or_else(|| bad(flag, value, expected))
     };
-    let (mut processes, mut process) = (1, None);
+    let (mut threads, mut processes, mut process) = (1, 1, None);
     let mut it = timely.iter().skip(1);
     while let Some(a) = it.next() {
         let (flag, value) = match a.split_once('=') {
@@ -209,7 +235,7 @@ pub fn check_timely(timely: &[String]) -> Result<(), JobError> {
         };
         match flag {
             "-w" | "--workers" => {
-                count(
+                threads = count(
                     flag,
                     value,
                     "a number of worker threads per process, at least 1",
@@ -242,6 +268,10 @@ pub fn check_timely(timely: &[String]) -> Result<(), JobError> {
                 processes - 1
             ),
         }),
-        _ => Ok(()),
+        _ => Ok(Layout {
+            threads,
+            processes,
+            process: process.map_or(0, |(_, _, p)| p),
+        }),
     }
 }

@@ -3,19 +3,24 @@
 //! watermark); what worker 0 needs for the report (stats, digests, answers, each worker's tally,
 //! and with `--verify`/`--out` the passed records) is exchanged to it.
 
+use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
 use crate::source::{Plan, Rec};
 use chronobloom::core::hash::KeyHash;
 use chronobloom::core::temporal::{Tick, TimeRange};
+use chronobloom::operators::checkpoint::{to_bytes, CheckpointError};
 use chronobloom::operators::dedup::stats::DedupStats;
 use chronobloom::operators::stats::EpochStats;
 use chronobloom::operators::timely;
-use chronobloom::operators::{DedupConfig, IndexConfig, TimedDedup, TimedTemporalIndex};
+use chronobloom::operators::{
+    DedupCheckpoint, DedupConfig, IndexCheckpoint, IndexConfig, TimedDedup, TimedTemporalIndex,
+};
 use chronobloom::trace::FlowKey;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use timely::dataflow::operators::vec::Map;
 use timely::dataflow::operators::{Exchange, Input, Inspect, Probe};
@@ -33,6 +38,10 @@ pub struct Job {
     pub progress: bool,
     /// Epochs a reader may run ahead of the dataflow's output.
     pub in_flight: u64,
+    /// Checkpoint settings (`--checkpoint-dir`).
+    pub checkpoints: Option<Checkpoints>,
+    /// Records per second per process (0: unpaced).
+    pub rate: u64,
 }
 
 /// A worker's counts, sent to worker 0 when its input ends.
@@ -116,22 +125,35 @@ pub fn run(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> 
 }
 
 fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> {
+    let restored = Arc::new(Mutex::new(restore_all(&job, &timely_args)?));
     let job = Arc::new(job);
     let guards = timely::execute_from_args(timely_args.into_iter(), move |worker| {
         let job = Arc::clone(&job);
         let (me, peers) = (worker.index(), worker.peers());
+        let restored = restored.lock().ok().and_then(|mut r| r.remove(&me));
+        let resume_at = job.checkpoints.as_ref().and_then(|c| c.resume).unwrap_or(0);
+        let (dedup_r, index_r, mut expected_mark, report) = match restored {
+            Some(r) => (Some(r.dedup), Some(r.index), Some(r.mark), r.report),
+            None => (None, None, None, None),
+        };
+        let report = report.unwrap_or_default();
         let out = Rc::new(RefCell::new(Gathered {
             is_leader: me == 0,
             workers: peers,
+            dedup: report.dedup,
+            index: report.index,
+            digests: report.digests,
+            passed: report.passed,
             ..Gathered::default()
         }));
+        let mut error = None;
         let probe = ProbeHandle::new();
         let route = job.plan.single_reader() && peers > 1;
         let owner = {
             let (dedup, seed) = (job.dedup.clone(), job.dedup.seed());
             move |key: &FlowKey| dedup.worker_of(KeyHash::of(key, seed), peers)
         };
-        let (mut r_in, mut q_in, mut t_in) = worker.dataflow::<u64, _, _>(|scope| {
+        let (mut r_in, mut q_in, mut t_in, handles) = worker.dataflow::<u64, _, _>(|scope| {
             let (r_in, records) = scope.new_input::<Vec<(Tick, D)>>();
             let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
             let (t_in, tallies) = scope.new_input::<Vec<WorkerTally>>();
@@ -141,10 +163,37 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             } else {
                 records
             };
-            let dedup = records.clone().dedup_timed_by(&job.dedup, |d: &D| d.key());
-            let index = records
-                .map(|(t, d)| (t, d.key()))
-                .temporal_index_timed(resolve(queries, &job.queries), &job.index);
+            let key = |d: &D| d.key();
+            let keyed = records.clone().map(|(t, d)| (t, d.key()));
+            let queries = resolve(queries, &job.queries);
+            // A snapshot that does not fit is reported and the dataflow built fresh, so every
+            // worker still builds the same dataflow; nothing is sent then.
+            let (dedup, dedup_h) = match records
+                .clone()
+                .dedup_timed_resumable(&job.dedup, key, dedup_r)
+            {
+                Ok(x) => x,
+                Err(e) => {
+                    error = Some(e.to_string());
+                    records
+                        .clone()
+                        .dedup_timed_resumable(&job.dedup, key, None)
+                        .expect("fresh")
+                }
+            };
+            let (index, index_h) = match keyed.clone().temporal_index_timed_resumable(
+                queries.clone(),
+                &job.index,
+                index_r,
+            ) {
+                Ok(x) => x,
+                Err(e) => {
+                    error = Some(e.to_string());
+                    keyed
+                        .temporal_index_timed_resumable(queries, &job.index, None)
+                        .expect("fresh")
+                }
+            };
             let o = |out: &Rc<RefCell<Gathered>>| Rc::clone(out);
             let (o1, o2, o3, o4, o5, o6) = (o(&out), o(&out), o(&out), o(&out), o(&out), o(&out));
             dedup
@@ -181,7 +230,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 .exchange(|_| 0)
                 .inspect(move |t| o6.borrow_mut().tallies.push(*t))
                 .probe_with(&probe);
-            (r_in, q_in, t_in)
+            (r_in, q_in, t_in, (dedup_h, index_h))
         });
 
         let epoch = job.dedup.epoch_len();
@@ -189,9 +238,19 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         let start = Instant::now();
         let mut reader = job.plan.reader(me, peers, false);
         let mut tally = WorkerTally::default();
-        let (mut open, mut last_tick) = (0, 0);
-        let mut error = None;
+        let (mut open, mut last_tick) = (resume_at / epoch, 0);
+        r_in.advance_to(resume_at);
+        q_in.advance_to(resume_at);
+        t_in.advance_to(resume_at);
+        let ckpt = job.checkpoints.as_ref();
+        let mut next_ckpt = ckpt.map(|c| c.next_after(resume_at));
+        let mut mark = SourceMark::default();
+        let pace = Pace::new(job.rate, peers);
+        let seed = job.dedup.seed();
         for rec in reader.by_ref() {
+            if error.is_some() {
+                break;
+            }
             let rec = match rec {
                 Ok(r) => r,
                 Err(e) => {
@@ -199,6 +258,28 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                     break;
                 }
             };
+            let raw = raw_bytes(&rec.key);
+            let routed = route && owner(&rec.key) != me;
+            tally.raw_bytes += raw;
+            if routed {
+                tally.routed_bytes += D::WIRE_EXTRA + rec.key.wire_len();
+            }
+            tally.records += 1;
+            last_tick = rec.tick;
+            if ckpt.is_some() {
+                if rec.tick >= resume_at {
+                    // the first record after the boundary: were the skipped ones the same?
+                    if let Some(m) = expected_mark.take().filter(|&m| m != mark) {
+                        error = Some(changed_input(m, mark));
+                        break;
+                    }
+                }
+                if rec.tick < resume_at {
+                    // before the checkpoint: in the restored state already
+                    mark.add(rec.seq, rec.tick, KeyHash::of(&rec.key, seed).lo);
+                    continue;
+                }
+            }
             let e = rec.tick / epoch;
             if e > open {
                 open = e;
@@ -206,24 +287,37 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 r_in.advance_to(t);
                 q_in.advance_to(t);
                 t_in.advance_to(t);
+                if let (Some(c), Some(b)) = (ckpt, next_ckpt.filter(|&b| t >= b)) {
+                    // A barrier: every record before `t` decided, indexed and reported.
+                    worker.step_while(|| probe.less_than(&t));
+                    let parts = Parts {
+                        dedup: &handles.0,
+                        index: &handles.1,
+                        mark,
+                        report: (me == 0).then(|| out.borrow().report()),
+                    };
+                    if let Err(e) = parts.write(c, me as u32, t) {
+                        eprintln!("trace_dedup: checkpoint at tick {t} not written: {e}");
+                    }
+                    next_ckpt = Some(c.next_after(t.max(b)));
+                }
                 // At most `in_flight` epochs in flight: buffers stay bounded, and a round trip
                 // between processes per epoch is not waited for.
                 let behind = e.saturating_sub(job.in_flight) * epoch;
                 worker.step_while(|| probe.less_than(&behind));
                 bar.set_position(tally.records);
             }
-            last_tick = rec.tick;
-            let d = D::of(&rec);
-            let raw = raw_bytes(&rec.key);
-            tally.raw_bytes += raw;
-            if route && owner(&rec.key) != me {
-                tally.routed_bytes += D::WIRE_EXTRA + rec.key.wire_len();
+            if ckpt.is_some() {
+                mark.add(rec.seq, rec.tick, KeyHash::of(&rec.key, seed).lo);
             }
-            r_in.send((rec.tick, d));
-            tally.records += 1;
+            r_in.send((rec.tick, D::of(&rec)));
             if tally.records % 4096 == 0 {
                 worker.step();
+                pace.wait(tally.records);
             }
+        }
+        if let Some(m) = expected_mark.filter(|&m| m != mark) {
+            error = error.or(Some(changed_input(m, mark)));
         }
         let left = reader.tally();
         (tally.late, tally.bad, tally.not_ip) = (left.late, left.bad, left.not_ip);
@@ -247,6 +341,91 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         g
     })?;
     guards.join().into_iter().collect()
+}
+
+/// Reads, before any worker starts, the checkpointed state of this process's workers (so a
+/// checkpoint that cannot be read stops the job with its error, not a worker mid-dataflow).
+fn restore_all(job: &Job, timely_args: &[String]) -> Result<BTreeMap<usize, Restored>, String> {
+    let mut out = BTreeMap::new();
+    let Some(c) = &job.checkpoints else {
+        return Ok(out);
+    };
+    let layout = crate::cli::check_timely(timely_args).map_err(|e| e.to_string())?;
+    for w in 0..layout.threads {
+        let index = layout.process * layout.threads + w;
+        if let Some(r) = c.restore(index as u32).map_err(|e| e.to_string())? {
+            out.insert(index, r);
+        }
+    }
+    Ok(out)
+}
+
+fn changed_input(expected: SourceMark, found: SourceMark) -> String {
+    format!(
+        "the input changed since the checkpoint: {} records (hash {:#x}) were before its \
+         boundary, {} (hash {:#x}) are now; resume with the same input or a new \
+         --checkpoint-dir",
+        expected.records, expected.hash, found.records, found.hash
+    )
+}
+
+/// What one worker writes at a checkpoint.
+struct Parts<'a> {
+    dedup: &'a DedupCheckpoint,
+    index: &'a IndexCheckpoint,
+    mark: SourceMark,
+    report: Option<Report>,
+}
+
+impl Parts<'_> {
+    fn write(&self, c: &Checkpoints, me: u32, t: u64) -> Result<(), CheckpointError> {
+        c.write("dedup", me, t, &self.dedup.snapshot(t)?.to_bytes()?)?;
+        c.write("index", me, t, &self.index.snapshot(t)?.to_bytes()?)?;
+        c.write("source", me, t, &to_bytes("source", &self.mark)?)?;
+        if let Some(r) = &self.report {
+            c.write(REPORT, me, t, &to_bytes(REPORT, r)?)?;
+            c.prune()?;
+        }
+        Ok(())
+    }
+}
+
+impl Gathered {
+    /// What a checkpoint keeps of the report gathered so far.
+    fn report(&self) -> Report {
+        Report {
+            dedup: self.dedup.clone(),
+            index: self.index.clone(),
+            digests: self.digests.clone(),
+            passed: self.passed.clone(),
+        }
+    }
+}
+
+/// Paces a worker's reader to its share of `--rate` records per second.
+struct Pace {
+    per_worker: f64,
+    start: Instant,
+}
+
+impl Pace {
+    fn new(rate: u64, peers: usize) -> Self {
+        Pace {
+            per_worker: rate as f64 / peers.max(1) as f64,
+            start: Instant::now(),
+        }
+    }
+
+    /// Sleeps until `records` are due.
+    fn wait(&self, records: u64) {
+        if self.per_worker <= 0.0 {
+            return;
+        }
+        let due = std::time::Duration::from_secs_f64(records as f64 / self.per_worker);
+        if let Some(ahead) = due.checked_sub(self.start.elapsed()) {
+            std::thread::sleep(ahead);
+        }
+    }
 }
 
 /// The canonical bytes of a key plus 8 for its tick: a record as a user would store it.

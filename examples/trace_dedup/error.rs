@@ -114,6 +114,15 @@ pub enum JobError {
     /// Reading the input failed.
     #[error(transparent)]
     Trace(#[from] TraceError),
+    /// `--checkpoint-dir` with `--exact-edge`, whose tick filters are not checkpointed.
+    #[error(
+        "--checkpoint-dir needs the compact window state: the tick filters of --exact-edge are \
+         not checkpointed"
+    )]
+    CheckpointExactEdge,
+    /// A checkpoint directory or file that cannot be used.
+    #[error(transparent)]
+    Checkpoint(#[from] chronobloom::operators::checkpoint::CheckpointError),
     /// Timely could not start the workers, or a worker's reader failed (its message).
     #[error("{0}")]
     Dataflow(String),

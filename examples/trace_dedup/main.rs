@@ -10,6 +10,7 @@
 //! With no input flag it runs on an embedded default: a deterministic synthetic hour of traffic
 //! (see `source::synthetic`). `-w`, `-n`, `-p`, `-h` pass through to timely.
 
+mod checkpoint;
 mod cli;
 mod dataflow;
 mod error;
@@ -18,6 +19,7 @@ mod plot;
 mod source;
 mod verify;
 
+use checkpoint::Checkpoints;
 use chronobloom::core::bloom::Layout;
 use chronobloom::core::temporal::{Pbf2, TimeRange};
 use chronobloom::operators::{DedupConfig, DedupMode, IndexConfig, Placement};
@@ -163,7 +165,7 @@ fn check_output(flag: &'static str, path: &std::path::Path) -> Result<(), JobErr
 
 fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
     let started = std::time::Instant::now();
-    cli::check_timely(&timely_args)?;
+    let layout = cli::check_timely(&timely_args)?;
     Ticker::new(args.unit, args.lateness)?; // --unit first: the ticks below divide by it
     let window = at_least_one_tick("window", args.window, args.unit)?;
     let epoch = at_least_one_tick("epoch", args.epoch, args.unit)?;
@@ -185,7 +187,29 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
         None => Vec::new(),
     };
     let levels = Pbf2::levels_for(partition_len)?;
+    let every = at_least_one_tick("checkpoint-every", args.checkpoint_every, args.unit)?;
+    let checkpoints = Checkpoints::from_args(args, layout.workers() as u32, epoch, every)?;
+    if let Some(c) = &checkpoints {
+        if let Some(b) = c.resume {
+            eprintln!(
+                "trace_dedup: resuming from {} (tick {b})",
+                c.store.checkpoint_dir(b).display()
+            );
+        }
+    }
+    if layout.processes > 1 {
+        let c = checkpoints.clone();
+        let latest = move || {
+            c.as_ref().map_or(
+                "none (no --checkpoint-dir)".into(),
+                Checkpoints::describe_latest,
+            )
+        };
+        checkpoint::on_lost_peer(layout.process, layout.processes, latest);
+    }
     let job = dataflow::Job {
+        checkpoints,
+        rate: args.rate,
         plan: plan.clone(),
         queries: Arc::new(queries.clone()),
         dedup,
