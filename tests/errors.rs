@@ -5,6 +5,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/binary.rs"]
+mod binary;
+
 use chronobloom::core::bloom::{BlockedBloomFilter, BloomFilter, FilterShape, Layout};
 use chronobloom::core::decay::prior::ConstantProbability;
 use chronobloom::core::decay::BtbfShape;
@@ -30,7 +33,7 @@ use chronobloom::trace::{
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tempfile::TempDir;
 
@@ -1636,36 +1639,8 @@ fn f19_zero_tick_unit_refused() {
 
 // ---------------------------------------------------------------- J: the main job's flags
 
-/// The `trace_dedup` binary next to this test's profile, built once per run: `cargo test` builds
-/// examples, `cargo test --test errors` does not, and a build of a fresh binary costs nothing.
 fn binary() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        // target/<profile>/deps/errors-<hash> → target/<profile>
-        let exe = std::env::current_exe().unwrap();
-        let profile = exe.parent().and_then(Path::parent).unwrap();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build
-            .args(["build", "--quiet", "--example", "trace_dedup"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if let Some(target) = profile.parent() {
-            build.env("CARGO_TARGET_DIR", target);
-        }
-        if profile.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let built = build.status().is_ok_and(|s| s.success());
-        let path = profile
-            .join("examples")
-            .join(format!("trace_dedup{}", std::env::consts::EXE_SUFFIX));
-        assert!(
-            built || path.exists(),
-            "cannot build {}; run `cargo build --example trace_dedup`",
-            path.display()
-        );
-        path
-    })
+    binary::trace_dedup()
 }
 
 fn run(args: &[&str]) -> Output {
