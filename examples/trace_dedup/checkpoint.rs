@@ -1,6 +1,5 @@
 //! Checkpoints of the main job (`--checkpoint-dir`, `--checkpoint-every`): what each worker
-//! writes at a boundary, how a job finds the checkpoint to resume from, and the one clear message
-//! a process prints when it loses a peer.
+//! writes at a boundary and how a job finds the checkpoint to resume from.
 //!
 //! Every worker writes, per checkpoint, its `dedup` and `index` state and a `source` mark (how
 //! many records of its share lie before the boundary, and a hash of them); worker 0 also writes
@@ -137,16 +136,18 @@ impl Checkpoints {
             .map(|_| ())
     }
 
-    /// Removes checkpoints older than the newest one every worker has finished writing.
+    /// Removes checkpoints older than the two newest ones every worker has finished writing (the
+    /// older of the two is the fallback when the newer proves corrupted).
     pub fn prune(&self) -> Result<(), CheckpointError> {
         let expected = expected_parts(self.workers);
         let expected: Vec<(&str, u32)> = expected.iter().map(|(p, w)| (*p, *w)).collect();
-        let newest = self
+        let kept = self
             .store
             .boundaries()?
             .into_iter()
-            .find(|&b| self.store.all_present(b, &expected));
-        if let Some(b) = newest {
+            .filter(|&b| self.store.all_present(b, &expected))
+            .nth(1);
+        if let Some(b) = kept {
             self.store.prune_before(b)?;
         }
         Ok(())
@@ -236,44 +237,4 @@ fn fingerprint(args: &Args) -> u64 {
         args.expected_keys,
     );
     xxh3_64(text.as_bytes())
-}
-
-/// Installs the panic hook that turns a lost connection to a peer process (timely's
-/// communication threads panic) into one message and exit code 3: which process was lost, the
-/// last complete checkpoint and how to restart. Other panics keep the default report.
-pub fn on_lost_peer(
-    me: usize,
-    processes: usize,
-    latest: impl Fn() -> String + Send + Sync + 'static,
-) {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let text = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or("");
-        let lost = text.starts_with("timely communication error")
-            || text.starts_with("MergeQueue poisoned");
-        if !lost {
-            default(info);
-            return;
-        }
-        let thread = std::thread::current();
-        let peer = thread
-            .name()
-            .and_then(|n| {
-                n.strip_prefix("timely:recv-")
-                    .or(n.strip_prefix("timely:send-"))
-            })
-            .map_or_else(|| "a peer process".to_string(), |p| format!("process {p}"));
-        eprintln!(
-            "trace_dedup: process {me} of {processes} lost its connection to {peer} ({text}); \
-             stopping. Last complete checkpoint: {}. Restart every process with the same flags \
-             (and --checkpoint-dir) to resume from it.",
-            latest()
-        );
-        std::process::exit(3);
-    }));
 }

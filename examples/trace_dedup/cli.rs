@@ -120,6 +120,10 @@ pub struct Args {
     /// Trace time between checkpoints (rounded up to whole epochs).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub checkpoint_every: Duration,
+    /// How long a process of a multi-process job waits for its peers to connect before it stops
+    /// with a message (exit code 3).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub peer_timeout: Duration,
     /// Read at most this many records per second of wall time per process (0: as fast as
     /// possible): a steady stream for soaks and crash tests.
     #[arg(long, default_value_t = 0)]
@@ -211,6 +215,24 @@ impl Layout {
     pub fn workers(&self) -> usize {
         self.threads * self.processes
     }
+}
+
+/// The hostfile's addresses (or `no hostfile`), for messages about peers.
+pub fn hosts_of(timely: &[String]) -> String {
+    let mut it = timely.iter();
+    while let Some(a) = it.next() {
+        let file = match a.split_once('=') {
+            Some(("-h" | "--hostfile", v)) => Some(v.to_string()),
+            None if a == "-h" || a == "--hostfile" => it.next().cloned(),
+            _ => None,
+        };
+        if let Some(f) = file {
+            let hosts = std::fs::read_to_string(&f).unwrap_or_default();
+            let list: Vec<&str> = hosts.lines().filter(|l| !l.trim().is_empty()).collect();
+            return format!("hostfile {f}: {}", list.join(", "));
+        }
+    }
+    "no hostfile: 127.0.0.1 from port 2101".into()
 }
 
 pub fn check_timely(timely: &[String]) -> Result<Layout, JobError> {

@@ -128,6 +128,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
     let restored = Arc::new(Mutex::new(restore_all(&job, &timely_args)?));
     let job = Arc::new(job);
     let guards = timely::execute_from_args(timely_args.into_iter(), move |worker| {
+        crate::peers::started();
         let job = Arc::clone(&job);
         let (me, peers) = (worker.index(), worker.peers());
         let restored = restored.lock().ok().and_then(|mut r| r.remove(&me));

@@ -15,6 +15,7 @@ mod cli;
 mod dataflow;
 mod error;
 mod exact;
+mod peers;
 mod plot;
 mod source;
 mod verify;
@@ -205,7 +206,13 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
                 Checkpoints::describe_latest,
             )
         };
-        checkpoint::on_lost_peer(layout.process, layout.processes, latest);
+        peers::on_lost_peer(layout.process, layout.processes, latest);
+        peers::watch_startup(
+            layout.process,
+            layout.processes,
+            cli::hosts_of(&timely_args),
+            args.peer_timeout,
+        );
     }
     let job = dataflow::Job {
         checkpoints,
