@@ -25,7 +25,7 @@ fn records(n: u64) -> Vec<(u64, u64)> {
     (0..n)
         .map(|_| {
             let r = splitmix(&mut state);
-            t += u64::from(r % 4 == 0);
+            t += u64::from(r.is_multiple_of(4));
             (t, (r >> 8) % 400)
         })
         .collect()
