@@ -215,8 +215,10 @@ fn fingerprint(args: &Args) -> u64 {
         .map(|p| (p.clone(), std::fs::metadata(p).map_or(0, |m| m.len())))
         .collect();
     let text = format!(
-        "v1 {inputs:?} {:?} {:?} {:?} {} {:?} {} {:?} {:?} {:?} {:?} {} {} {} {:?} {:?} {} {} {} {}",
+        "v1 {inputs:?} {:?} {:?} {} {:?} {:?} {} {:?} {} {:?} {:?} {:?} {:?} {} {} {} {:?} {:?} {} {} {} {}",
         args.synthetic,
+        args.synthetic_span,
+        args.steady,
         args.key,
         args.window,
         args.fpr,

@@ -26,6 +26,12 @@ pub struct Args {
     /// A synthetic trace of this many records (the default input is a synthetic trace too).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub synthetic: Option<u64>,
+    /// Trace time the synthetic input spans.
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    pub synthetic_span: Duration,
+    /// A steady synthetic rate (no diurnal swing): with `--rate`, a stream for soaks.
+    #[arg(long)]
+    pub steady: bool,
     /// Which fields form the key.
     #[arg(long, default_value = "5tuple", value_parser = parse_key)]
     pub key: KeyKind,

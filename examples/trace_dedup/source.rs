@@ -36,6 +36,9 @@ pub struct Plan {
     pub lateness: Duration,
     pub skip_bad: bool,
     pub seed: u64,
+    /// Trace time the synthetic input spans, and whether its rate is steady (no diurnal swing).
+    pub span: Duration,
+    pub steady: bool,
     /// Tick 0: the earliest first timestamp of the files (every reader agrees on ticks).
     pub origin: u64,
 }
@@ -85,6 +88,8 @@ impl Plan {
             lateness: args.lateness,
             skip_bad: args.skip_bad,
             seed: args.seed,
+            span: args.synthetic_span,
+            steady: args.steady,
             origin: 0,
         };
         Ticker::new(plan.unit, plan.lateness)?;
@@ -146,7 +151,8 @@ impl Plan {
             Input::Pcap(f) => Flows::Pcap(PcapTrace::open(&f[i])?),
             Input::Csv(f) => Flows::Csv(CsvTrace::open(&f[i])?),
             Input::Synthetic(n, _) => {
-                Flows::Synth(Box::new(synthetic(*n, self.seed).map_err(|e| {
+                let span_ms = self.span.as_millis().max(1) as u64;
+                Flows::Synth(Box::new(synthetic(*n, self.seed, span_ms, self.steady).map_err(|e| {
                     TraceError::InvalidArgument {
                         name: "synthetic",
                         value: e.to_string(),
@@ -337,15 +343,21 @@ impl Iterator for Reader {
     }
 }
 
-/// The synthetic trace: one hour of traffic in milliseconds with a diurnal rate compressed into
-/// the hour, 200,000 clients of Zipf popularity talking to 7 servers in sessions of bursty repeats
-/// (mean 8 packets, 5 s apart), from [`chronobloom::synth`].
-pub fn synthetic(records: u64, seed: u64) -> chronobloom::Result<impl Iterator<Item = FlowRecord>> {
-    let span_ms = 3_600_000;
+/// The synthetic trace: `span_ms` of traffic in milliseconds (an hour by default) with a
+/// diurnal rate compressed into the span (flat when `steady`), 200,000 clients of Zipf
+/// popularity talking to 7 servers in sessions of bursty repeats (mean 8 packets, 5 s apart),
+/// from [`chronobloom::synth`].
+pub fn synthetic(
+    records: u64,
+    seed: u64,
+    span_ms: u64,
+    steady: bool,
+) -> chronobloom::Result<impl Iterator<Item = FlowRecord>> {
     let cfg = SynthConfig {
         records,
         span: span_ms,
         day: span_ms,
+        diurnal: if steady { 0.0 } else { SynthConfig::default().diurnal },
         clients: 200_000,
         session_gap: 5_000.0,
         seed: seed.wrapping_add(1),
