@@ -141,6 +141,8 @@ fn run(
             };
             let dedup = dedup_h.snapshot(b).unwrap().to_bytes().unwrap();
             let index = index_h.snapshot(b).unwrap().to_bytes().unwrap();
+            // serialized straight from the running state: the same bytes
+            assert_eq!(index_h.snapshot_bytes(b).unwrap(), index);
             s.lock().unwrap()[me] = (
                 encode(&header("dedup"), &dedup).unwrap(),
                 encode(&header("index"), &index).unwrap(),

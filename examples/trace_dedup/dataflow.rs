@@ -381,7 +381,7 @@ struct Parts<'a> {
 impl Parts<'_> {
     fn write(&self, c: &Checkpoints, me: u32, t: u64) -> Result<(), CheckpointError> {
         c.write("dedup", me, t, &self.dedup.snapshot(t)?.to_bytes()?)?;
-        c.write("index", me, t, &self.index.snapshot(t)?.to_bytes()?)?;
+        c.write("index", me, t, &self.index.snapshot_bytes(t)?)?;
         c.write("source", me, t, &to_bytes("source", &self.mark)?)?;
         if let Some(r) = &self.report {
             c.write(REPORT, me, t, &to_bytes(REPORT, r)?)?;

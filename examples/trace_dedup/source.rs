@@ -152,13 +152,15 @@ impl Plan {
             Input::Csv(f) => Flows::Csv(CsvTrace::open(&f[i])?),
             Input::Synthetic(n, _) => {
                 let span_ms = self.span.as_millis().max(1) as u64;
-                Flows::Synth(Box::new(synthetic(*n, self.seed, span_ms, self.steady).map_err(|e| {
-                    TraceError::InvalidArgument {
-                        name: "synthetic",
-                        value: e.to_string(),
-                        expected: "a valid synthetic trace",
-                    }
-                })?))
+                Flows::Synth(Box::new(
+                    synthetic(*n, self.seed, span_ms, self.steady).map_err(|e| {
+                        TraceError::InvalidArgument {
+                            name: "synthetic",
+                            value: e.to_string(),
+                            expected: "a valid synthetic trace",
+                        }
+                    })?,
+                ))
             }
         })
     }
@@ -357,7 +359,11 @@ pub fn synthetic(
         records,
         span: span_ms,
         day: span_ms,
-        diurnal: if steady { 0.0 } else { SynthConfig::default().diurnal },
+        diurnal: if steady {
+            0.0
+        } else {
+            SynthConfig::default().diurnal
+        },
         clients: 200_000,
         session_gap: 5_000.0,
         seed: seed.wrapping_add(1),

@@ -2,7 +2,7 @@
 //! written atomically; the newest complete checkpoint found and verified; older ones pruned.
 
 use super::error::CheckpointError;
-use super::format::{decode, encode, Header};
+use super::format::{checksum, decode, header_bytes, Header};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -66,13 +66,16 @@ impl CheckpointStore {
     /// Writes one part atomically: to a temporary file, synced, renamed into place, directory
     /// synced. A reader sees the whole file or none.
     pub fn write(&self, header: &Header, payload: &[u8]) -> Result<PathBuf, CheckpointError> {
-        let bytes = encode(header, payload)?;
+        let head = header_bytes(header, payload.len())?;
+        let sum = checksum(&head, payload).to_le_bytes();
         let dir = self.checkpoint_dir(header.boundary);
         fs::create_dir_all(&dir).map_err(|e| CheckpointError::io(&dir, e))?;
         let path = self.path(header.boundary, &header.part, header.worker);
         let tmp = path.with_extension("ckpt.tmp");
         let mut f = fs::File::create(&tmp).map_err(|e| CheckpointError::io(&tmp, e))?;
-        f.write_all(&bytes)
+        f.write_all(&head)
+            .and_then(|()| f.write_all(payload))
+            .and_then(|()| f.write_all(&sum))
             .and_then(|()| f.sync_all())
             .map_err(|e| CheckpointError::io(&tmp, e))?;
         drop(f);

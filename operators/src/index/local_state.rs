@@ -4,7 +4,7 @@
 use super::config::{AllocationLag, IndexConfig, Placement};
 use super::delta::{shard_words, DeltaWords, EpochRecords, LevelDelta, Shipment};
 use super::held::Held;
-use super::resume::LocalSnapshot;
+use super::resume::{LocalSnapshot, LocalSnapshotRef};
 use super::stats::{LocalStats, RejectReason};
 use crate::checkpoint::CheckpointError;
 use chronobloom_core::bloom::Layout;
@@ -95,6 +95,20 @@ impl LocalState {
 
     /// The state a checkpoint at `boundary` keeps: refused while an epoch is open.
     pub(super) fn export(&self, boundary: Tick) -> Result<LocalSnapshot, CheckpointError> {
+        let r = self.export_ref(boundary)?;
+        Ok(LocalSnapshot {
+            filters: r.filters.clone(),
+            announcements: r.announcements.clone(),
+            resolved: r.resolved.clone(),
+            shipped: r.shipped,
+        })
+    }
+
+    /// [`Self::export`] borrowed from the state.
+    pub(super) fn export_ref(
+        &self,
+        boundary: Tick,
+    ) -> Result<LocalSnapshotRef<'_>, CheckpointError> {
         if let Some(e) = self.open.keys().next() {
             return Err(CheckpointError::NotQuiescent {
                 operator: "local index",
@@ -102,10 +116,10 @@ impl LocalState {
                 reason: format!("epoch {e} is open"),
             });
         }
-        Ok(LocalSnapshot {
-            filters: self.filters.clone(),
-            announcements: self.announcements.clone(),
-            resolved: self.resolved.clone(),
+        Ok(LocalSnapshotRef {
+            filters: &self.filters,
+            announcements: &self.announcements,
+            resolved: &self.resolved,
             shipped: self.shipped,
         })
     }

@@ -3,7 +3,7 @@
 
 use super::digest::DigestTable;
 use super::local_state::LocalState;
-use super::state::{MergedSnapshot, MergedState};
+use super::state::{MergedSnapshot, MergedSnapshotRef, MergedState};
 use crate::checkpoint::{from_bytes, to_bytes, CheckpointError};
 use chronobloom_core::temporal::{Allocation, Pbf2, Tick};
 use serde::{Deserialize, Serialize};
@@ -75,6 +75,24 @@ impl IndexCells {
     }
 }
 
+/// [`LocalSnapshot`] borrowed from the running state (serializes identically).
+#[derive(Serialize)]
+pub(super) struct LocalSnapshotRef<'a> {
+    pub filters: &'a BTreeMap<u64, Pbf2>,
+    pub announcements: &'a BTreeMap<u64, Allocation>,
+    pub resolved: &'a BTreeMap<u64, Allocation>,
+    pub shipped: Option<u64>,
+}
+
+/// [`IndexSnapshot`] borrowed from the running state (serializes identically).
+#[derive(Serialize)]
+struct IndexSnapshotRef<'a> {
+    boundary: Tick,
+    local: LocalSnapshotRef<'a>,
+    merged: MergedSnapshotRef<'a>,
+    digest: &'a DigestTable,
+}
+
 /// A handle on a running temporal index's state, for checkpoints (see [`crate::checkpoint`]).
 pub struct IndexCheckpoint {
     pub(super) cells: IndexCells,
@@ -90,6 +108,21 @@ impl IndexCheckpoint {
             merged: self.cells.merged.borrow().export(),
             digest: self.cells.digest.borrow().clone(),
         })
+    }
+
+    /// [`Self::snapshot`]`(boundary)?.to_bytes()`, serialized straight from the running state
+    /// (no copy of the filters first).
+    pub fn snapshot_bytes(&self, boundary: Tick) -> Result<Vec<u8>, CheckpointError> {
+        let local = self.cells.local.borrow();
+        let merged = self.cells.merged.borrow();
+        let digest = self.cells.digest.borrow();
+        let view = IndexSnapshotRef {
+            boundary,
+            local: local.export_ref(boundary)?,
+            merged: merged.export_ref(),
+            digest: &digest,
+        };
+        to_bytes("index", &view)
     }
 }
 

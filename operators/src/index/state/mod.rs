@@ -9,7 +9,7 @@ use chronobloom_core::bloom::{blocked_probes, FilterShape, Layout, BLOCK_BITS};
 use chronobloom_core::hash::{BucketMix, FastMod, Key, KeyHash};
 use chronobloom_core::prefetch::prefetch;
 use chronobloom_core::temporal::{dyadic_cover, Allocation, Answer, Pbf2, Tick, TimeRange};
-pub(crate) use snapshot::MergedSnapshot;
+pub(crate) use snapshot::{MergedSnapshot, MergedSnapshotRef};
 use std::collections::BTreeMap;
 use std::ops::Range;
 

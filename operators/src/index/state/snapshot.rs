@@ -12,7 +12,30 @@ pub(crate) struct MergedSnapshot {
     partitions: Vec<(u64, Allocation, Vec<Vec<u64>>)>,
 }
 
+/// [`MergedSnapshot`] borrowed from the running state (serializes identically).
+#[derive(Serialize)]
+pub(crate) struct MergedSnapshotRef<'a> {
+    partitions: Vec<(u64, &'a Allocation, Vec<&'a Vec<u64>>)>,
+}
+
 impl MergedState {
+    /// [`Self::export`] without copying the words.
+    pub(crate) fn export_ref(&self) -> MergedSnapshotRef<'_> {
+        MergedSnapshotRef {
+            partitions: self
+                .partitions
+                .iter()
+                .map(|(&p, s)| {
+                    (
+                        p,
+                        &s.allocation,
+                        s.levels.iter().map(|l| &l.words).collect(),
+                    )
+                })
+                .collect(),
+        }
+    }
+
     /// The held words of every partition.
     pub(crate) fn export(&self) -> MergedSnapshot {
         MergedSnapshot {
