@@ -54,6 +54,7 @@
 //! ```
 
 mod rate;
+mod repr;
 mod table;
 mod tables;
 
@@ -78,6 +79,8 @@ const MIN_BUCKETS: usize = 1;
 pub const MAX_LIVE_GENERATIONS: u64 = TAGS - 1;
 /// Largest window, in ticks.
 pub const MAX_WINDOW: Tick = 1 << 40;
+/// Largest first-table hint, in keys ([`TaggedCuckooFilter::with_hint`]).
+pub const MAX_HINT: u64 = 1 << 32;
 
 /// The tables in the slot width ε needs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,7 +115,11 @@ pub struct TaggedStats {
 }
 
 /// A compact time-window filter with bounded slack (see the [module docs](self)).
+///
+/// A filter read back with serde is checked (its tables, counts and generations must be ones a
+/// running filter reaches); a corrupted one is an error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "repr::TaggedRepr")]
 pub struct TaggedCuckooFilter {
     window: Tick,
     slack: Tick,
@@ -125,7 +132,7 @@ pub struct TaggedCuckooFilter {
     store: Store,
     /// The generation the active table was started in.
     started: u64,
-    /// Buckets of the first table (and of the table after a reset).
+    /// Buckets of the first table (and the most the table after a reset gets).
     first_buckets: usize,
     /// The generation of the last sweep (every entry was live in it).
     swept: u64,
@@ -145,8 +152,14 @@ impl TaggedCuckooFilter {
     }
 
     /// [`TaggedCuckooFilter::new`] with a first table sized for `items` keys (0: the smallest
-    /// table); the tables still follow the stream.
+    /// table; at most [`MAX_HINT`]); the tables still follow the stream.
     pub fn with_hint(window: Tick, slack: Tick, fpr: f64, items: u64, seed: u64) -> Result<Self> {
+        if items > MAX_HINT {
+            return Err(Error::invalid(
+                "items",
+                format!("a first table for {items} keys; the hint is at most {MAX_HINT}"),
+            ));
+        }
         if !(1..=MAX_WINDOW).contains(&window) {
             return Err(Error::invalid(
                 "window",
@@ -427,7 +440,7 @@ impl TaggedCuckooFilter {
         let dead = !tag_mask(first, last);
         self.population = with_tables!(&mut self.store, t => t.sweep(dead));
         self.swept = last;
-        self.stats.sweeps += 1;
+        self.stats.sweeps = self.stats.sweeps.saturating_add(1);
     }
 
     fn full(&self) -> bool {
@@ -458,17 +471,21 @@ impl TaggedCuckooFilter {
         };
         if gen < g {
             return Err(Error::TimeWentBackwards {
-                last: g.saturating_mul(self.slack + 1),
+                last: g.saturating_mul(self.slack.saturating_add(1)),
                 now,
             });
         }
         if gen - g >= self.live_gens {
-            // everything inserted is dead
-            let (buckets, seed) = (self.first_buckets, self.seed);
-            with_tables!(&mut self.store, t => t.reset(buckets, seed));
+            // Everything inserted is dead: start again with the first table's size, or the
+            // active one's if smaller (what the stream needed last).
+            let (first, seed) = (self.first_buckets, self.seed);
+            with_tables!(&mut self.store, t => {
+                let buckets = first.min(t.active().buckets());
+                t.reset(buckets, seed)
+            });
             self.population = 0;
             self.rate = Rate::start(now, gen);
-            self.stats.generations += gen - g;
+            self.stats.generations = self.stats.generations.saturating_add(gen - g);
             self.gen = Some(gen);
             self.started = gen;
             self.swept = gen;
@@ -488,7 +505,7 @@ impl TaggedCuckooFilter {
         with_tables!(&mut self.store, t => t.drop_drained(g, live_gens));
         self.rate.end_generation();
         self.gen = Some(g);
-        self.stats.generations += 1;
+        self.stats.generations = self.stats.generations.saturating_add(1);
         // Dead entries answer nothing and their slots count as free; they must be cleared
         // before their tag comes round again. After a sweep at s the entries' generations span
         // at most L; by s + 32 − L they span 32. The sweep runs every L / 4 generations (within
@@ -512,7 +529,7 @@ impl TaggedCuckooFilter {
         });
         if mostly_empty {
             self.restart(g, target as u64);
-            self.stats.shrunk += 1;
+            self.stats.shrunk = self.stats.shrunk.saturating_add(1);
         }
     }
 
@@ -540,7 +557,7 @@ impl TaggedCuckooFilter {
             None => 2 * present.max(1),
         };
         self.restart(gen, items);
-        self.stats.grown += 1;
+        self.stats.grown = self.stats.grown.saturating_add(1);
     }
 
     /// Starts a new active table for `items` keys in generation `gen`.

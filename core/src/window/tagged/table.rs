@@ -2,6 +2,7 @@
 //! buckets per key (partial-key cuckoo hashing), a slot holding a fingerprint and the tag of the
 //! generation its key was last inserted in.
 
+use crate::error::{Error, Result};
 use crate::hash::mix64;
 use crate::prefetch::prefetch;
 use serde::{Deserialize, Serialize};
@@ -95,6 +96,48 @@ impl<S: Slot> Table<S> {
             occupied: 0,
             rng: mix64(seed ^ buckets as u64) | 1,
         }
+    }
+
+    /// Checks a table read from a file: `buckets × SLOTS` slots, a fingerprint in every
+    /// occupied slot and stashed entry, stashed entries in a bucket of the table, the occupied
+    /// count of the slots, and a generator state that is not stuck at 0.
+    pub fn check(&self) -> Result<()> {
+        let entry = |s: u64| s >> TAG_BITS != 0;
+        if self.buckets == 0 || self.buckets.checked_mul(SLOTS) != Some(self.slots.len()) {
+            return Err(Error::invalid(
+                "table",
+                format!("{} slots for {} buckets", self.slots.len(), self.buckets),
+            ));
+        }
+        let occupied = self.slots.iter().filter(|&&s| s != S::default()).count();
+        if self
+            .slots
+            .iter()
+            .any(|&s| s != S::default() && !entry(s.into()))
+            || self
+                .stash
+                .iter()
+                .any(|&(b, s)| b >= self.buckets || !entry(s.into()))
+            || self.occupied != (occupied + self.stash.len()) as u64
+            || self.rng == 0
+        {
+            return Err(Error::invalid(
+                "table",
+                "a slot or stashed entry without a fingerprint, a stash entry outside the table, \
+                 or counts that do not match the slots",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Buckets.
+    pub fn buckets(&self) -> usize {
+        self.buckets
+    }
+
+    /// Entries waiting in the stash.
+    pub fn stash_len(&self) -> u64 {
+        self.stash.len() as u64
     }
 
     /// Slots in all.

@@ -38,7 +38,7 @@ impl<S: Slot> Tables<S> {
     pub(super) fn drop_drained(&mut self, g: u64, live_gens: u64) {
         let mut i = 0;
         while i < self.stopped.len() {
-            if self.stopped[i] + live_gens <= g {
+            if self.stopped[i].saturating_add(live_gens) <= g {
                 self.stopped.remove(i);
                 self.tables.remove(i);
             } else {

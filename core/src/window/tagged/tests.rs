@@ -127,7 +127,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
     /// Every key inserted in `(t - W, t]` is reported at `t`, whatever the stream: few keys
-    /// (collisions and refreshes), bursts (growth), gaps (sweeps and resets).
+    /// (collisions and refreshes), bursts (growth), gaps (sweeps and resets). Every state on
+    /// the way reads back from bincode as itself (its checks accept what a stream makes).
     #[test]
     fn no_false_negative_in_the_window(
         w in 1u64..200,
@@ -159,6 +160,11 @@ proptest! {
                 if probe - u < w {
                     prop_assert!(f.seen(h(*k), probe));
                 }
+            }
+            let bytes = bincode::serialize(&f).unwrap();
+            match bincode::deserialize::<TaggedCuckooFilter>(&bytes) {
+                Ok(back) => prop_assert_eq!(&back, &f),
+                Err(e) => prop_assert!(false, "a streamed state does not read back: {}", e),
             }
         }
     }
