@@ -94,9 +94,10 @@ run_one() {
   FUZZ_TARGET="${t}" FUZZ_SEED="${seed}" FUZZ_ITERS="${cases}" FUZZ_SECS="${secs}" \
     "${exe}" --ignored --exact long --nocapture >"${log}" 2>&1 || rc=$?
   echo "${rc}" >"${log}.rc"
-  # the report: the target's line and its findings, or why the process died
+  # the report (the target's line and its findings, up to the failed assertion that repeats
+  # it), or why the process died
   {
-    grep -E "^${t} |^    |^      " "${log}" || true
+    awk -v t="${t} " 'index($0, t) == 1 || /^    / { print } /^total:|^thread / { exit }' "${log}"
     grep -E "^fuzz: " "${log}" || true
   } | sed "s/^/[${t}] /"
 }
