@@ -182,9 +182,9 @@ impl TaggedCuckooFilter {
         }
         let buckets = buckets_for(items);
         let store = if narrow_enough(fpr) {
-            Store::Narrow(Tables::new(buckets, seed))
+            Store::Narrow(Tables::new(buckets, seed)?)
         } else {
-            Store::Wide(Tables::new(buckets, seed))
+            Store::Wide(Tables::new(buckets, seed)?)
         };
         Ok(TaggedCuckooFilter {
             window,
@@ -287,17 +287,20 @@ impl TaggedCuckooFilter {
     }
 
     /// Inserts the key with 64-bit hash `hash` at `now` (not before the latest insertion's
-    /// generation) and says what it found.
+    /// generation) and says what it found. [`Error::OutOfMemory`] when a larger table is needed
+    /// and cannot be had; the key is then not inserted.
     pub fn insert_fingerprint(&mut self, hash: u64, now: Tick) -> Result<Prior> {
         self.observe(now)?;
         let (tag, live) = self.tags(now);
-        Ok(self.place(hash, now, tag, live))
+        self.place(hash, now, tag, live)
     }
 
     /// Inserts a batch of keys at `now` and hands each item to `done` with what its key found.
     /// The resulting state does not depend on the order of `items`: keys already live are
     /// re-tagged first, then the others are placed in the order of their hashes (placement, and
-    /// so later false positives, depends on the order of insertion). `items` is left empty.
+    /// so later false positives, depends on the order of insertion). `items` is left empty. On
+    /// an error ([`Error::OutOfMemory`] when a larger table cannot be had) the items not handed
+    /// to `done` were not inserted.
     ///
     /// ```
     /// use chronobloom_core::hash::KeyHash;
@@ -363,7 +366,7 @@ impl TaggedCuckooFilter {
             // dead entries may take the room
             self.sweep(now);
             if fresh.len() as u64 > room(self) {
-                self.grow(now, generation_of(now, self.slack), fresh.len() as u64);
+                self.grow(now, generation_of(now, self.slack), fresh.len() as u64)?;
             }
         }
         let mut previous = None;
@@ -372,7 +375,7 @@ impl TaggedCuckooFilter {
             let prior = if previous == Some(hash) {
                 Prior::Current
             } else {
-                self.place(hash, now, tag, live)
+                self.place(hash, now, tag, live)?
             };
             previous = Some(hash);
             done(item, prior);
@@ -390,12 +393,12 @@ impl TaggedCuckooFilter {
     /// Inserts `hash` under `tag`, starting a larger table first if the active one is full. (A
     /// key live only in a drained table is placed anew: its entry there cannot be told from
     /// another key's with the same fingerprint, so it stays until it dies.)
-    fn place(&mut self, hash: u64, now: Tick, tag: u64, live: u32) -> Prior {
+    fn place(&mut self, hash: u64, now: Tick, tag: u64, live: u32) -> Result<Prior> {
         if self.full() {
             // dead entries may be what fills it
             self.sweep(now);
             if self.full() {
-                self.grow(now, generation_of(now, self.slack), 0);
+                self.grow(now, generation_of(now, self.slack), 0)?;
             }
         }
         let bits = fp_bits(hash);
@@ -406,9 +409,9 @@ impl TaggedCuckooFilter {
         });
         if prior == Prior::New {
             self.rate.record_new(now);
-            self.population += 1;
+            self.population = self.population.saturating_add(1);
         }
-        prior
+        Ok(prior)
     }
 
     /// Lets time pass to `now`: ends the generations before it (sweeping dead entries, dropping
@@ -482,7 +485,7 @@ impl TaggedCuckooFilter {
             with_tables!(&mut self.store, t => {
                 let buckets = first.min(t.active().buckets());
                 t.reset(buckets, seed)
-            });
+            })?;
             self.population = 0;
             self.rate = Rate::start(now, gen);
             self.stats.generations = self.stats.generations.saturating_add(gen - g);
@@ -527,8 +530,8 @@ impl TaggedCuckooFilter {
             let a = t.active();
             a.capacity() > (MIN_BUCKETS * SLOTS) as u64 && target < LOAD * a.capacity() as f64 / 3.0
         });
-        if mostly_empty {
-            self.restart(g, target as u64);
+        // a smaller table that cannot be had leaves the active one in place
+        if mostly_empty && self.restart(g, target as u64).is_ok() {
             self.stats.shrunk = self.stats.shrunk.saturating_add(1);
         }
     }
@@ -542,29 +545,33 @@ impl TaggedCuckooFilter {
         let rate = self.rate.new_per_tick(now, gen, g_len)?;
         let age = gen - self.rate.first_gen;
         let gens = self.live_gens.saturating_sub(age).max(1);
-        Some((self.population + coming) as f64 + rate * (g_len * gens) as f64)
+        let ahead = g_len as f64 * gens as f64;
+        Some(self.population.saturating_add(coming) as f64 + rate * ahead)
     }
 
     /// Starts a larger table: sized for the population projected one window ahead from the
     /// rate of new keys (the present population and `coming` keys about to be placed, plus the
     /// new keys of the generations until the window is full, at least one), at least 1.5 times
     /// the present population; twice the present population while the stream's first tick is
-    /// all there is to go by.
-    fn grow(&mut self, now: Tick, gen: u64, coming: u64) {
-        let present = self.population + coming;
+    /// all there is to go by. [`Error::OutOfMemory`] when that table cannot be had (a long
+    /// window's projection can exceed any memory): the filter is left as it was.
+    fn grow(&mut self, now: Tick, gen: u64, coming: u64) -> Result<()> {
+        let present = self.population.saturating_add(coming);
         let items = match self.projected(now, gen, coming) {
             Some(projected) => (HEADROOM * projected).max(1.5 * present as f64) as u64,
-            None => 2 * present.max(1),
+            None => present.max(1).saturating_mul(2),
         };
-        self.restart(gen, items);
+        self.restart(gen, items)?;
         self.stats.grown = self.stats.grown.saturating_add(1);
+        Ok(())
     }
 
     /// Starts a new active table for `items` keys in generation `gen`.
-    fn restart(&mut self, gen: u64, items: u64) {
+    fn restart(&mut self, gen: u64, items: u64) -> Result<()> {
         let (buckets, seed) = (buckets_for(items), self.seed);
-        with_tables!(&mut self.store, t => t.start(buckets, gen, seed));
+        with_tables!(&mut self.store, t => t.start(buckets, gen, seed))?;
         self.started = gen;
+        Ok(())
     }
 }
 

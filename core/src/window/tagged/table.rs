@@ -86,16 +86,26 @@ pub(super) struct Table<S> {
 }
 
 impl<S: Slot> Table<S> {
-    /// An empty table of `buckets` buckets (at least 1).
-    pub fn new(buckets: usize, seed: u64) -> Self {
+    /// An empty table of `buckets` buckets (at least 1); [`Error::OutOfMemory`] when its slots
+    /// cannot be had, instead of aborting.
+    pub fn new(buckets: usize, seed: u64) -> Result<Self> {
         let buckets = buckets.max(1);
-        Table {
-            slots: vec![S::default(); buckets * SLOTS],
+        let bits = |n: usize| (n as u64).saturating_mul(u64::from(8 * size_of::<S>() as u32));
+        let len = buckets
+            .checked_mul(SLOTS)
+            .ok_or(Error::OutOfMemory { bits: u64::MAX })?;
+        let mut slots = Vec::new();
+        slots
+            .try_reserve_exact(len)
+            .map_err(|_| Error::OutOfMemory { bits: bits(len) })?;
+        slots.resize(len, S::default());
+        Ok(Table {
+            slots,
             buckets,
             stash: Vec::new(),
             occupied: 0,
             rng: mix64(seed ^ buckets as u64) | 1,
-        }
+        })
     }
 
     /// Checks a table read from a file: `buckets × SLOTS` slots, a fingerprint in every
