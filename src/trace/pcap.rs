@@ -28,7 +28,8 @@ pub enum CaptureFormat {
     PcapNg,
 }
 
-type Input = Chain<Cursor<Vec<u8>>, File>;
+/// The bytes read to detect the format, then the rest of the input.
+type Input = Chain<Cursor<Vec<u8>>, Box<dyn Read + Send>>;
 
 /// One pcapng interface, as far as decoding needs it.
 #[derive(Debug, Clone, Copy)]
@@ -108,12 +109,30 @@ impl PcapTrace {
     /// header.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, TraceError> {
         let path = path.as_ref().to_path_buf();
-        let mut file = File::open(&path).map_err(|source| TraceError::Open {
+        let file = File::open(&path).map_err(|source| TraceError::Open {
             path: path.clone(),
             source,
         })?;
+        Self::from_reader(path, file)
+    }
+
+    /// Reads a capture from any reader (a file, a socket, bytes in memory), telling pcap from
+    /// pcapng by magic number, and reads its file header; `path` is used in messages only.
+    ///
+    /// ```
+    /// use chronobloom::trace::{PcapTrace, TraceError};
+    /// let bytes = b"not a capture".to_vec();
+    /// let e = PcapTrace::from_reader("inline.pcap", std::io::Cursor::new(bytes)).unwrap_err();
+    /// assert!(matches!(e, TraceError::UnknownFormat { .. }));
+    /// ```
+    pub fn from_reader(
+        path: impl Into<PathBuf>,
+        input: impl Read + Send + 'static,
+    ) -> Result<Self, TraceError> {
+        let path = path.into();
+        let mut input: Box<dyn Read + Send> = Box::new(input);
         let mut head = Vec::with_capacity(12);
-        (&mut file)
+        (&mut input)
             .take(12)
             .read_to_end(&mut head)
             .map_err(|source| TraceError::Read {
@@ -145,7 +164,7 @@ impl PcapTrace {
             }
             (CaptureFormat::PcapNg, None) => return Err(truncated_header(&path)),
         };
-        let input = Cursor::new(head).chain(file);
+        let input = Cursor::new(head).chain(input);
         let header_error = |e| container_error(&path, e, "file header", 0);
         let source = match format {
             CaptureFormat::Pcap => {

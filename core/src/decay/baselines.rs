@@ -22,7 +22,12 @@ pub fn prior_only(p: f64, window: u64) -> f64 {
 /// b.insert(&"a");
 /// assert!(b.contains(&"a"));
 /// ```
+///
+/// Read back with serde, the buffer is checked: `1..=32`-bit hashes, `1 ≤ δ ≤ w`, at most `δ`
+/// hashes that fit their width, the ring's next slot inside it, and the index counting exactly
+/// the ring's hashes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "BufferRepr")]
 pub struct SimpleBuffer {
     window: u64,
     bph: u32,
@@ -31,6 +36,56 @@ pub struct SimpleBuffer {
     ring: Vec<u32>,
     next: usize,
     index: HashMap<u32, u32>,
+}
+
+/// The serialized form, checked on the way in.
+#[derive(Deserialize)]
+struct BufferRepr {
+    window: u64,
+    bph: u32,
+    seed: u64,
+    capacity: usize,
+    ring: Vec<u32>,
+    next: usize,
+    index: HashMap<u32, u32>,
+}
+
+impl TryFrom<BufferRepr> for SimpleBuffer {
+    type Error = Error;
+    fn try_from(r: BufferRepr) -> Result<Self> {
+        let width_ok = (1..=32).contains(&r.bph)
+            && (r.capacity as u64).checked_mul(u64::from(r.bph)).is_some();
+        let full = r.ring.len() == r.capacity;
+        let ring_ok = width_ok
+            && r.capacity >= 1
+            && r.capacity as u64 <= r.window
+            && r.ring.len() <= r.capacity
+            && if full {
+                r.next < r.capacity
+            } else {
+                r.next == 0
+            }
+            && r.ring.iter().all(|&h| u64::from(h) >> r.bph == 0);
+        let mut counts: HashMap<u32, u32> = HashMap::new();
+        for &h in &r.ring {
+            *counts.entry(h).or_insert(0) += 1;
+        }
+        if !ring_ok || counts != r.index {
+            return Err(Error::invalid(
+                "buffer",
+                "hash width, capacity, ring position or index out of agreement",
+            ));
+        }
+        Ok(SimpleBuffer {
+            window: r.window,
+            bph: r.bph,
+            seed: r.seed,
+            capacity: r.capacity,
+            ring: r.ring,
+            next: r.next,
+            index: r.index,
+        })
+    }
 }
 
 impl SimpleBuffer {

@@ -41,7 +41,11 @@ pub struct TimerObservation {
 /// }
 /// assert!(f.query(&"a")); // one of the last 100 insertions: never missed
 /// ```
+///
+/// Read back with serde, the filter is checked by [`Btbf::validate`]: a corrupted one is an
+/// error, never a filter that answers wrongly or panics.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "BtbfRepr")]
 pub struct Btbf {
     shape: BtbfShape,
     seed: u64,
@@ -57,6 +61,39 @@ pub struct Btbf {
     cycle: u64,
     /// `⌈(w − b)/B⌉` for the current `b` (kept: every query needs it).
     live: u64,
+}
+
+/// The serialized form, checked by [`Btbf::validate`] on the way in.
+#[derive(Deserialize)]
+struct BtbfRepr {
+    shape: BtbfShape,
+    seed: u64,
+    modulus: FastMod,
+    timers: TimerArray,
+    now: u64,
+    in_block: u64,
+    scan: u64,
+    cycle: u64,
+    live: u64,
+}
+
+impl TryFrom<BtbfRepr> for Btbf {
+    type Error = Error;
+    fn try_from(r: BtbfRepr) -> Result<Self> {
+        let f = Btbf {
+            shape: r.shape,
+            seed: r.seed,
+            modulus: r.modulus,
+            timers: r.timers,
+            now: r.now,
+            in_block: r.in_block,
+            scan: r.scan,
+            cycle: r.cycle,
+            live: r.live,
+        };
+        f.validate()?;
+        Ok(f)
+    }
 }
 
 impl Btbf {
@@ -205,7 +242,7 @@ impl Btbf {
         }
     }
 
-    /// Checks that the stored timers agree with the shape (after deserializing).
+    /// Checks that the stored timers agree with the shape (deserializing does this).
     pub fn validate(&self) -> Result<()> {
         check_shape(&self.shape)?;
         if self.cycle != self.shape.t_omega() + 1
@@ -219,12 +256,26 @@ impl Btbf {
                 right: self.shape.t_omega() + 1,
             });
         }
-        if self.timers.len() != self.shape.timers || self.timers.bpt() != self.shape.bpt {
+        if self.timers.len() != self.shape.timers
+            || self.timers.bpt() != self.shape.bpt
+            || self.modulus.divisor() != self.shape.timers
+            || self.scan >= self.shape.timers
+        {
             return Err(Error::ShapeMismatch {
-                what: "timers vs shape",
+                what: "timers (count, width, modulus or scan position) vs shape",
                 left: self.timers.len(),
                 right: self.shape.timers,
             });
+        }
+        // Timestamps lie in [0, T_Ω] or are T_ε; any other value has no age.
+        let (omega, expired) = (self.shape.t_omega(), self.shape.t_expired());
+        if let Some(i) = (0..self.timers.len())
+            .find(|&i| self.timers.get(i) > omega && self.timers.get(i) != expired)
+        {
+            return Err(Error::invalid(
+                "timers",
+                format!("timer {i} holds {}, not a timestamp", self.timers.get(i)),
+            ));
         }
         Ok(())
     }

@@ -42,6 +42,7 @@ impl GbfObservation {
 /// assert!(f.query(&"a"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "GbfRepr")]
 pub struct Gbf {
     bits: Bits,
     resets: u32,
@@ -50,13 +51,51 @@ pub struct Gbf {
     modulus: FastMod,
 }
 
+/// The serialized form, checked as [`Gbf::new`] checks its parameters, with the modulus of the
+/// cells read (a probe must land in them).
+#[derive(Deserialize)]
+struct GbfRepr {
+    bits: Bits,
+    resets: u32,
+    sets: u32,
+    seed: u64,
+    modulus: FastMod,
+}
+
+impl TryFrom<GbfRepr> for Gbf {
+    type Error = Error;
+    fn try_from(r: GbfRepr) -> Result<Self> {
+        let empty = Gbf::shell(r.bits.len(), r.resets, r.sets, r.seed)?;
+        if r.modulus != empty.modulus {
+            return Err(Error::ShapeMismatch {
+                what: "reduction modulus vs cells",
+                left: r.modulus.divisor(),
+                right: r.bits.len(),
+            });
+        }
+        Ok(Gbf {
+            bits: r.bits,
+            ..empty
+        })
+    }
+}
+
 impl Gbf {
     /// An all-zero filter of `cells ≥ 1` cells, `resets` (`k0`) and `sets` (`k1`) hashes
     /// (`1 ≤ k0 + k1 ≤ 128`), keys hashed with `seed`.
     pub fn new(cells: u64, resets: u32, sets: u32, seed: u64) -> Result<Self> {
+        let shell = Gbf::shell(cells, resets, sets, seed)?;
+        Ok(Gbf {
+            bits: Bits::try_new(cells)?,
+            ..shell
+        })
+    }
+
+    /// The parameters checked, with no cells allocated yet.
+    fn shell(cells: u64, resets: u32, sets: u32, seed: u64) -> Result<Self> {
         let modulus =
             FastMod::new(cells).ok_or_else(|| Error::invalid("cells", "need at least one cell"))?;
-        let total = resets + sets;
+        let total = resets.saturating_add(sets);
         if !(1..=MAX_GBF_HASHES).contains(&total) {
             return Err(Error::invalid(
                 "hashes",
@@ -64,7 +103,7 @@ impl Gbf {
             ));
         }
         Ok(Gbf {
-            bits: Bits::try_new(cells)?,
+            bits: Bits::new(0),
             resets,
             sets,
             seed,

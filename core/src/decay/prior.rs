@@ -109,7 +109,11 @@ impl SampleProbability for FrequencyTable {
 
 /// A model of `D(j)`, the expected number of distinct items among `j` insertions (§2.5). Every
 /// model is capped at `j`: `j` insertions hold at most `j` distinct items.
+///
+/// Read back with serde, a model is checked as its constructor checks it (for Zipf, the
+/// harmonic number within the bounds `ln |U| < H_|U| ≤ ln |U| + 1`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ModelRepr")]
 pub enum DistinctModel {
     /// `D(j) = j`: every insertion a new item (ignores repeats).
     Identity,
@@ -133,6 +137,47 @@ pub enum DistinctModel {
         /// Points with increasing, positive `j` and positive `D(j)`.
         points: Vec<(f64, f64)>,
     },
+}
+
+/// The serialized form of [`DistinctModel`], checked on the way in.
+#[derive(Deserialize)]
+enum ModelRepr {
+    Identity,
+    Uniform { universe: f64 },
+    Zipf { universe: f64, harmonic: f64 },
+    Measured { points: Vec<(f64, f64)> },
+}
+
+impl TryFrom<ModelRepr> for DistinctModel {
+    type Error = Error;
+    fn try_from(r: ModelRepr) -> Result<Self> {
+        let universe_ok = |u: f64| u >= 1.0 && u.is_finite();
+        match r {
+            ModelRepr::Identity => Ok(DistinctModel::Identity),
+            ModelRepr::Uniform { universe } if universe_ok(universe) => {
+                Ok(DistinctModel::Uniform { universe })
+            }
+            ModelRepr::Zipf { universe, harmonic }
+                if universe_ok(universe)
+                    && harmonic > universe.ln()
+                    && harmonic <= universe.ln() + 1.0 =>
+            {
+                Ok(DistinctModel::Zipf { universe, harmonic })
+            }
+            ModelRepr::Measured { points } => {
+                let sorted = points.windows(2).all(|w| w[0].0 < w[1].0);
+                let finite = points.iter().all(|&(j, d)| j.is_finite() && d.is_finite());
+                if !sorted || !finite {
+                    return Err(Error::invalid(
+                        "points",
+                        "need finite points in increasing order of j",
+                    ));
+                }
+                DistinctModel::measured(points)
+            }
+            _ => Err(Error::invalid("universe", "must be a finite number ≥ 1")),
+        }
+    }
 }
 
 impl DistinctModel {

@@ -8,11 +8,47 @@ use serde::{Deserialize, Serialize};
 pub const MAX_TIMER_BITS: u32 = 32;
 
 /// `m` timers of `bpt` bits; timer `i` is bits `[i·bpt, (i+1)·bpt)`.
+///
+/// Read back with serde, the bits must be exactly `m · bpt` for `1..=32` bits per timer and at
+/// least one timer, as [`TimerArray::new`] makes them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "TimersRepr")]
 pub struct TimerArray {
     bits: Bits,
     bpt: u32,
     len: u64,
+}
+
+/// The serialized form, checked on the way in.
+#[derive(Deserialize)]
+struct TimersRepr {
+    bits: Bits,
+    bpt: u32,
+    len: u64,
+}
+
+impl TryFrom<TimersRepr> for TimerArray {
+    type Error = Error;
+    fn try_from(r: TimersRepr) -> Result<Self> {
+        if !(1..=MAX_TIMER_BITS).contains(&r.bpt) || r.len == 0 {
+            return Err(Error::invalid(
+                "timers",
+                format!("{} timers of {} bits", r.len, r.bpt),
+            ));
+        }
+        if r.len.checked_mul(u64::from(r.bpt)) != Some(r.bits.len()) {
+            return Err(Error::ShapeMismatch {
+                what: "timer bits vs timers × bits per timer",
+                left: r.bits.len(),
+                right: r.len.saturating_mul(u64::from(r.bpt)),
+            });
+        }
+        Ok(TimerArray {
+            bits: r.bits,
+            bpt: r.bpt,
+            len: r.len,
+        })
+    }
 }
 
 impl TimerArray {

@@ -57,20 +57,15 @@ impl Serialize for MatrixBloom {
 
 impl TryFrom<MatrixFields<MatrixShape, Bits>> for MatrixBloom {
     type Error = Error;
+    /// The bits read must have the shape's length, checked before anything is allocated: a
+    /// shape from a corrupted file must not size an allocation.
     fn try_from(f: MatrixFields<MatrixShape, Bits>) -> Result<Self> {
-        let mut m = MatrixBloom::new(f.shape, f.seed)?;
-        if f.bits.len() != m.bits.len() {
-            return Err(Error::ShapeMismatch {
-                what: "stored bits vs matrix shape",
-                left: f.bits.len(),
-                right: m.bits.len(),
-            });
-        }
+        let m = MatrixBloom::with_bits(f.shape, f.seed, f.bits)?;
         // Bits between a row's last column and its last word's end are never set by inserts;
         // set ones would count as occupied columns.
         let (words, tail) = ((m.geometry.stride / 64) as usize, m.shape.cols % 64);
         if tail != 0
-            && f.bits
+            && m.bits
                 .words()
                 .chunks_exact(words)
                 .any(|row| row.last().is_some_and(|w| w >> tail != 0))
@@ -80,26 +75,41 @@ impl TryFrom<MatrixFields<MatrixShape, Bits>> for MatrixBloom {
                 "bits are set past a row's last column",
             ));
         }
-        m.bits = f.bits;
         Ok(m)
     }
+}
+
+/// `shape` as [`MatrixShape::new`] checks it.
+fn checked(s: MatrixShape) -> Result<MatrixShape> {
+    MatrixShape::new(
+        s.rows,
+        s.cols,
+        s.classes,
+        (s.row_hashes, s.col_hashes),
+        s.layout,
+    )
 }
 
 impl MatrixBloom {
     /// An empty matrix of the given shape (checked again, so a hand-built shape is refused as
     /// [`MatrixShape::new`] would refuse it).
     pub fn new(shape: MatrixShape, seed: u64) -> Result<Self> {
-        let s = shape;
-        let shape = MatrixShape::new(
-            s.rows,
-            s.cols,
-            s.classes,
-            (s.row_hashes, s.col_hashes),
-            s.layout,
-        )?;
+        let shape = checked(shape)?;
+        Self::with_bits(shape, seed, Bits::try_new(shape.stored_bits())?)
+    }
+
+    /// A matrix of the given shape (checked) over `bits`, which must have its stored length.
+    fn with_bits(shape: MatrixShape, seed: u64, bits: Bits) -> Result<Self> {
+        let shape = checked(shape)?;
+        if bits.len() != shape.stored_bits() {
+            return Err(Error::ShapeMismatch {
+                what: "stored bits vs matrix shape",
+                left: bits.len(),
+                right: shape.stored_bits(),
+            });
+        }
         let geometry = Geometry::of(&shape, seed)
             .ok_or_else(|| Error::invalid("rows, cols", "rows × cols overflows u64"))?;
-        let bits = Bits::try_new(shape.stored_bits())?;
         Ok(MatrixBloom {
             shape,
             seed,

@@ -56,42 +56,60 @@ struct CmParts {
 impl TryFrom<CmParts> for CountMinSketch {
     type Error = Error;
 
+    /// The shape is checked against the counters read before anything is allocated for it, and
+    /// no counter may exceed the total (every count added to one was added to the total).
     fn try_from(p: CmParts) -> Result<Self> {
-        let mut cm = CountMinSketch::new(p.width, p.depth, p.seed)?;
-        if p.counters.len() != cm.counters.len() {
+        let n = counters_for(p.width, p.depth)?;
+        if p.counters.len() != n {
             return Err(Error::ShapeMismatch {
                 what: "counters (width × depth)",
-                left: cm.counters.len() as u64,
+                left: n as u64,
                 right: p.counters.len() as u64,
             });
         }
-        cm.conservative = p.conservative;
-        cm.total = p.total;
-        cm.counters = p.counters;
-        Ok(cm)
+        if let Some(&c) = p.counters.iter().find(|&&c| c > p.total) {
+            return Err(Error::ShapeMismatch {
+                what: "a counter above the total",
+                left: c,
+                right: p.total,
+            });
+        }
+        Ok(CountMinSketch {
+            seed: p.seed,
+            width: p.width,
+            depth: p.depth,
+            conservative: p.conservative,
+            total: p.total,
+            counters: p.counters,
+        })
+    }
+}
+
+/// The counters of a `width × depth` sketch: both at least 1, at most [`MAX_COUNTERS`] in all.
+fn counters_for(width: usize, depth: usize) -> Result<usize> {
+    if width == 0 || depth == 0 {
+        return Err(Error::invalid("width/depth", "both must be at least 1"));
+    }
+    match width.checked_mul(depth) {
+        Some(n) if n <= MAX_COUNTERS => Ok(n),
+        _ => Err(Error::invalid(
+            "width/depth",
+            format!("{width} × {depth} is more than {MAX_COUNTERS} counters"),
+        )),
     }
 }
 
 impl CountMinSketch {
     /// An empty sketch of `depth` rows of `width` counters hashing keys with `seed`.
     pub fn new(width: usize, depth: usize, seed: u64) -> Result<Self> {
-        if width == 0 || depth == 0 {
-            return Err(Error::invalid("width/depth", "both must be at least 1"));
-        }
-        match width.checked_mul(depth) {
-            Some(n) if n <= MAX_COUNTERS => Ok(CountMinSketch {
-                seed,
-                width,
-                depth,
-                conservative: false,
-                total: 0,
-                counters: vec![0; n],
-            }),
-            _ => Err(Error::invalid(
-                "width/depth",
-                format!("{width} × {depth} is more than {MAX_COUNTERS} counters"),
-            )),
-        }
+        Ok(CountMinSketch {
+            seed,
+            width,
+            depth,
+            conservative: false,
+            total: 0,
+            counters: vec![0; counters_for(width, depth)?],
+        })
     }
 
     /// The sketch that overestimates by more than ε·N with probability at most δ:

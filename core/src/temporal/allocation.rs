@@ -17,15 +17,36 @@ use serde::{Deserialize, Serialize};
 /// assert_eq!(a.total_bits(), 10);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "AllocationRepr")]
 pub struct Allocation {
     shapes: Vec<FilterShape>,
 }
 
+/// The serialized form, validated by [`Allocation::new`] on the way in.
+#[derive(Deserialize)]
+struct AllocationRepr {
+    shapes: Vec<FilterShape>,
+}
+
+impl TryFrom<AllocationRepr> for Allocation {
+    type Error = Error;
+    fn try_from(r: AllocationRepr) -> Result<Self> {
+        Allocation::new(r.shapes)
+    }
+}
+
 impl Allocation {
-    /// The given shapes, each validated.
+    /// The given shapes, each validated, with a total that fits in `u64`.
     pub fn new(shapes: Vec<FilterShape>) -> Result<Self> {
         for s in &shapes {
             FilterShape::new(s.bits, s.hashes)?;
+        }
+        if shapes
+            .iter()
+            .try_fold(0u64, |total, s| total.checked_add(s.bits))
+            .is_none()
+        {
+            return Err(Error::invalid("shapes", "the total of bits overflows u64"));
         }
         Ok(Allocation { shapes })
     }

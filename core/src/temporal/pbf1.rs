@@ -95,6 +95,7 @@ impl TryFrom<Pbf1Fields> for Pbf1 {
                     "a dynamic PBF-1 has 1 to 65 levels",
                 ));
             }
+            (None, Some(shape)) => check_dynamic(&counts, shape, &f.nodes)?,
             _ => {}
         }
         let filters = f.nodes.iter().flatten().flatten();
@@ -419,6 +420,40 @@ pub struct Pbf1Cover {
 }
 
 const ZERO: FilterShape = FilterShape { bits: 0, hashes: 0 };
+
+/// A dynamic tree as inserts grow it: every node has `shape` (new ones get it, so a shape
+/// unlike the nodes' could make the next insert allocate any amount), level `h` has a node for
+/// each block of `2^h` leaves up to the last leaf, and there are no more levels than the leaves
+/// need (a new level is added once a tick reaches the capacity `g 2^(L-1)`, and every leaf up to
+/// that tick is created), so the next inserts stay within a few times the nodes read.
+fn check_dynamic(
+    counts: &[u64],
+    shape: FilterShape,
+    nodes: &[Vec<Option<BloomFilter>>],
+) -> Result<()> {
+    let leaves = counts[0];
+    let expected = |h: usize| ((leaves - 1).checked_shr(h as u32).unwrap_or(0)) + 1;
+    if counts.iter().enumerate().any(|(h, &c)| c != expected(h))
+        || counts.len() as u32 > leaves.ilog2() + 2
+    {
+        return Err(Error::invalid(
+            "nodes",
+            "do not match a dynamic tree grown by inserts",
+        ));
+    }
+    if let Some(other) = nodes
+        .iter()
+        .flatten()
+        .find(|n| n.as_ref().map(BloomFilter::shape) != Some(shape))
+    {
+        return Err(Error::ShapeMismatch {
+            what: "dynamic node bits vs node_shape",
+            left: other.as_ref().map_or(0, |f| f.bit_len()),
+            right: shape.bits,
+        });
+    }
+    Ok(())
+}
 
 fn check_granularity(g: u64) -> Result<()> {
     if g == 0 {

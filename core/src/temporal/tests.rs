@@ -491,8 +491,14 @@ proptest! {
         for (i, &(k, t)) in recs.iter().enumerate() {
             if i % 2 == 0 { a.insert(&k, t).unwrap() } else { b.insert(&k, t).unwrap() }
         }
+        for f in [&a, &b] {
+            let bin: Pbf1 = bincode::deserialize(&bincode::serialize(f).unwrap()).unwrap();
+            prop_assert_eq!(&bin, f);
+        }
         a.union(&b).unwrap();
         assert_no_false_negatives(&a, &recs, &sp)?;
+        let bin: Pbf1 = bincode::deserialize(&bincode::serialize(&a).unwrap()).unwrap();
+        prop_assert_eq!(&bin, &a);
     }
 }
 
@@ -790,6 +796,28 @@ fn corrupted_checkpoints_are_refused() {
         serde_json::from_str::<Pbf1>(&tamper(&json, "\"horizon\":8", "\"horizon\":16")).is_err()
     );
     assert!(serde_json::from_str::<Pbf1>(&tamper(&json, "\"g\":2", "\"g\":0")).is_err());
+    // A dynamic PBF-1 makes new nodes of its node shape: one unlike its nodes would size the
+    // next insert's allocation from nothing in the file; and its levels follow its leaves.
+    let shape = FilterShape::new(64, 2).unwrap();
+    let mut d = Pbf1::dynamic(4, shape, shape, 5).unwrap();
+    d.insert(&1u64, 50).unwrap();
+    let json = serde_json::to_string(&d).unwrap();
+    assert!(serde_json::from_str::<Pbf1>(&json).is_ok());
+    let huge = tamper(
+        &json,
+        "\"node_shape\":{\"bits\":64",
+        "\"node_shape\":{\"bits\":1099511627776",
+    );
+    assert!(serde_json::from_str::<Pbf1>(&huge).is_err());
+    let mut tall = serde_json::to_value(&d).unwrap();
+    let nodes = tall["nodes"].as_array_mut().unwrap();
+    let root = nodes.last().unwrap().clone();
+    nodes.extend([root.clone(), root.clone(), root]);
+    assert!(serde_json::from_value::<Pbf1>(tall).is_err());
+    // Allocations are checked as `Allocation::new` checks them.
+    let overflow = r#"{"shapes":[{"bits":18446744073709551615,"hashes":1},{"bits":1,"hashes":1}]}"#;
+    assert!(serde_json::from_str::<Allocation>(overflow).is_err());
+    assert!(serde_json::from_str::<Allocation>(r#"{"shapes":[{"bits":8,"hashes":0}]}"#).is_err());
 }
 
 // ---- The blocked layout ----

@@ -71,26 +71,28 @@ struct ApbfRepr {
 
 impl TryFrom<ApbfRepr> for Apbf {
     type Error = Error;
+    /// The slices read are checked against the generation size before anything is allocated
+    /// for it: a size from a corrupted file must not size an allocation.
     fn try_from(r: ApbfRepr) -> Result<Self> {
-        let empty = Apbf::new(r.params, r.generation, r.seed)?;
-        if r.modulus != empty.modulus {
+        let modulus = slice_modulus(r.params, r.generation)?;
+        if r.modulus != modulus {
             return Err(Error::ShapeMismatch {
                 what: "slice modulus for the generation size",
-                left: empty.modulus.divisor(),
+                left: modulus.divisor(),
                 right: r.modulus.divisor(),
             });
         }
-        if r.slices.len() != empty.slices.len() {
+        if r.slices.len() != r.params.slices() as usize {
             return Err(Error::ShapeMismatch {
                 what: "slices for k + l",
-                left: empty.slices.len() as u64,
+                left: u64::from(r.params.slices()),
                 right: r.slices.len() as u64,
             });
         }
-        if let Some(bad) = r.slices.iter().find(|s| s.len() != empty.slice_bits()) {
+        if let Some(bad) = r.slices.iter().find(|s| s.len() != modulus.divisor()) {
             return Err(Error::ShapeMismatch {
                 what: "bits per slice",
-                left: empty.slice_bits(),
+                left: modulus.divisor(),
                 right: bad.len(),
             });
         }
@@ -104,13 +106,37 @@ impl TryFrom<ApbfRepr> for Apbf {
             ));
         }
         Ok(Apbf {
+            params: r.params,
+            generation: r.generation,
+            seed: r.seed,
+            modulus,
             slices: r.slices,
             newest: r.newest,
             count: r.count,
             shifts: r.shifts,
             now: r.now,
-            ..empty
         })
+    }
+}
+
+/// The modulus of slices for generations of `generation` insertions (at least 1):
+/// `m = ceil(k g / ln 2)` bits each, at most [`MAX_TOTAL_BITS`] over the `k + l` slices.
+fn slice_modulus(params: ApbfParams, generation: u64) -> Result<FastMod> {
+    if generation == 0 {
+        return Err(Error::invalid(
+            "generation",
+            "a generation needs at least one insertion",
+        ));
+    }
+    let k = f64::from(params.k());
+    let m = (k * generation as f64 / std::f64::consts::LN_2).ceil() as u64;
+    let total = m.checked_mul(u64::from(params.slices()));
+    match (FastMod::new(m), total) {
+        (Some(modulus), Some(total)) if total <= MAX_TOTAL_BITS => Ok(modulus),
+        _ => Err(Error::invalid(
+            "generation",
+            format!("{generation} insertions per generation need more than {MAX_TOTAL_BITS} bits"),
+        )),
     }
 }
 
@@ -118,32 +144,13 @@ impl Apbf {
     /// An empty filter of shape `params` with generations of `generation` insertions (at least 1):
     /// it guarantees the last `l * generation` insertions.
     pub fn new(params: ApbfParams, generation: u64, seed: u64) -> Result<Self> {
-        if generation == 0 {
-            return Err(Error::invalid(
-                "generation",
-                "a generation needs at least one insertion",
-            ));
-        }
-        let k = f64::from(params.k());
-        let m = (k * generation as f64 / std::f64::consts::LN_2).ceil() as u64;
-        let total = m.checked_mul(u64::from(params.slices()));
-        let modulus = match (FastMod::new(m), total) {
-            (Some(modulus), Some(total)) if total <= MAX_TOTAL_BITS => modulus,
-            _ => {
-                return Err(Error::invalid(
-                    "generation",
-                    format!(
-                    "{generation} insertions per generation need more than {MAX_TOTAL_BITS} bits"
-                ),
-                ))
-            }
-        };
+        let modulus = slice_modulus(params, generation)?;
         Ok(Apbf {
             params,
             generation,
             seed,
             modulus,
-            slices: vec![Bits::new(m); params.slices() as usize],
+            slices: vec![Bits::new(modulus.divisor()); params.slices() as usize],
             newest: 0,
             count: 0,
             shifts: 0,

@@ -54,7 +54,7 @@ impl ApbfParams {
                 format!("{k} hash functions; use 1 to {MAX_K}"),
             ));
         }
-        if l == 0 || k + l > MAX_SLICES {
+        if l == 0 || l > MAX_SLICES - k {
             return Err(Error::invalid(
                 "l",
                 format!("{l} older slices; use 1 to {}", MAX_SLICES - k),

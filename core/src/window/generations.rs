@@ -46,7 +46,12 @@ const HEADROOM: f64 = 1.25;
 const SKETCH_SALT: u64 = 0x6e3a_5c1d_9b27_f048;
 
 /// Per-generation Bloom slices over a time window (see the [module docs](self)).
+///
+/// Read back with serde, the parameters are checked as [`GenerationSlices::new`] checks them,
+/// and every slice and sketch must be one [`open`](GenerationSlices::open) and
+/// [`count`](GenerationSlices::count) make (blocked, hashed with the view's seed).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "SlicesRepr")]
 pub struct GenerationSlices {
     window: Tick,
     slack: Tick,
@@ -55,6 +60,59 @@ pub struct GenerationSlices {
     live_gens: u64,
     slices: BTreeMap<u64, BloomFilter>,
     sketches: BTreeMap<u64, FmSketch>,
+}
+
+/// The serialized form, checked on the way in.
+#[derive(Deserialize)]
+struct SlicesRepr {
+    window: Tick,
+    slack: Tick,
+    fpr: f64,
+    seed: u64,
+    live_gens: u64,
+    slices: BTreeMap<u64, BloomFilter>,
+    sketches: BTreeMap<u64, FmSketch>,
+}
+
+impl TryFrom<SlicesRepr> for GenerationSlices {
+    type Error = Error;
+    fn try_from(r: SlicesRepr) -> Result<Self> {
+        let empty = GenerationSlices::new(r.window, r.slack, r.fpr, r.seed)?;
+        if r.live_gens != empty.live_gens {
+            return Err(Error::ShapeMismatch {
+                what: "live generations vs window and slack",
+                left: r.live_gens,
+                right: empty.live_gens,
+            });
+        }
+        if let Some(s) = r
+            .slices
+            .values()
+            .find(|s| s.layout() != Layout::Blocked || s.seed() != r.seed)
+        {
+            return Err(Error::ShapeMismatch {
+                what: "slice seed (or a slice not in the blocked layout)",
+                left: s.seed(),
+                right: r.seed,
+            });
+        }
+        if let Some(s) = r
+            .sketches
+            .values()
+            .find(|s| s.bitmaps() != SKETCH_BITMAPS || s.seed() != r.seed)
+        {
+            return Err(Error::ShapeMismatch {
+                what: "sketch bitmaps",
+                left: s.bitmaps() as u64,
+                right: SKETCH_BITMAPS as u64,
+            });
+        }
+        Ok(GenerationSlices {
+            slices: r.slices,
+            sketches: r.sketches,
+            ..empty
+        })
+    }
 }
 
 impl GenerationSlices {

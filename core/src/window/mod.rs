@@ -53,7 +53,7 @@ pub use apbf_params::{run_probability, ApbfParams, MAX_K, MAX_LEVEL, MAX_SLICES}
 pub use generations::GenerationSlices;
 pub use sliding::{SlidingBloomFilter, SlidingShape, SlidingStats, SlidingWindow};
 pub use tagged::{
-    default_slack, live_generations, min_slack, Prior, TaggedCuckooFilter, TaggedStats,
+    default_slack, live_generations, min_slack, Prior, TaggedCuckooFilter, TaggedStats, MAX_HINT,
     MAX_LIVE_GENERATIONS,
 };
 pub use tick_filter::{window_start, TickFilter};

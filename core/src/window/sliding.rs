@@ -280,6 +280,19 @@ impl TryFrom<SlidingRepr> for SlidingBloomFilter {
         if matches!(r.window, SlidingWindow::Count(_)) && r.in_gen >= shape.generation_len {
             return Err(Error::invalid("in_gen", "past the end of the generation"));
         }
+        // A time window's generation is its latest time's (a new one starts at generation 0
+        // with nothing counted); a count window's counts generations ended, never all of u64.
+        let in_time = match (r.window, r.last) {
+            (SlidingWindow::Time(_), Some(last)) => r.gen == last / shape.generation_len,
+            (SlidingWindow::Time(_), None) => r.gen == 0 && r.in_gen == 0 && r.prev_gen == 0,
+            (SlidingWindow::Count(_), _) => r.gen < u64::MAX,
+        };
+        if !in_time {
+            return Err(Error::invalid(
+                "gen",
+                "the generation does not match the latest time seen",
+            ));
+        }
         let mut f = SlidingBloomFilter {
             window: r.window,
             fpr: r.fpr,
@@ -436,7 +449,7 @@ impl SlidingBloomFilter {
                 for t in &mut self.tables {
                     if t.count(reused) > 0 {
                         t.purge(reused);
-                        self.stats.purges += 1;
+                        self.stats.purges = self.stats.purges.saturating_add(1);
                     }
                 }
             }
@@ -480,7 +493,7 @@ impl SlidingBloomFilter {
             let buckets = buckets_for(entries).max(MIN_BUCKETS);
             if 2 * buckets <= active.buckets() {
                 self.add_table(buckets)?;
-                self.stats.shrunk += 1;
+                self.stats.shrunk = self.stats.shrunk.saturating_add(1);
             }
         }
         Ok(())
@@ -504,12 +517,14 @@ impl SlidingBloomFilter {
             }
         };
         self.add_table(buckets)?;
-        self.stats.grown += 1;
+        self.stats.grown = self.stats.grown.saturating_add(1);
         Ok(())
     }
 
     fn add_table(&mut self, buckets: u64) -> Result<()> {
-        let serial = self.stats.grown + self.stats.shrunk + 1;
+        let serial = (self.stats.grown)
+            .wrapping_add(self.stats.shrunk)
+            .wrapping_add(1);
         let seed = self.seed ^ mix64(serial);
         let mut table = match self.window {
             SlidingWindow::Count(_) => {
@@ -555,13 +570,13 @@ impl WindowFilter for SlidingBloomFilter {
         let active = &mut self.tables[last];
         let (b, fp) = active.locate(hash.lo, hash.hi);
         if active.insert(b, fp, tag, mask) == Placed::Stashed {
-            self.stats.stashed += 1;
+            self.stats.stashed = self.stats.stashed.saturating_add(1);
         }
         // Tables that no longer receive insertions are swept too, so they seldom need a purge.
         for t in &mut self.tables {
             t.sweep(mask);
         }
-        self.in_gen += 1;
+        self.in_gen = self.in_gen.saturating_add(1);
         if let SlidingWindow::Count(_) = self.window {
             if self.in_gen == self.shape.generation_len {
                 self.roll(self.gen + 1)?;

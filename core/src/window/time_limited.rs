@@ -190,6 +190,7 @@ impl TryFrom<TimeLimitedRepr> for TimeLimitedBloomFilter {
                 "generation sizes must be positive and the countdown within the generation",
             ));
         }
+        check_sizes(&r)?;
         Ok(TimeLimitedBloomFilter {
             params: r.params,
             span: r.span,
@@ -202,6 +203,47 @@ impl TryFrom<TimeLimitedRepr> for TimeLimitedBloomFilter {
             now: r.now,
         })
     }
+}
+
+/// The sizes that decide the next slices' are those a running filter reaches, so a corrupted
+/// file cannot make the next insertion allocate more than a few times the slices read: each
+/// slice's capacity is its bits' (`floor(m ln 2)`, at least 2k and at most [`MAX_SLICE_BITS`]
+/// bits); the generation takes at most slice 0's capacity (eqs. 4, 5 at its creation); g* is at
+/// most [`GROWTH_CAP`] times slice 0's capacity (slice 0 was sized for g* by eq. 7, or g* is at
+/// most `GROWTH_CAP` times a generation when the slice is at its largest); and the generation
+/// did not start after the latest time seen.
+fn check_sizes(r: &TimeLimitedRepr) -> Result<()> {
+    let k = u64::from(r.params.k());
+    for s in &r.slices {
+        let m = s.bits.len();
+        if !(2 * k..=MAX_SLICE_BITS).contains(&m) || s.capacity != (m as f64 * LN_2).floor() as u64
+        {
+            return Err(Error::invalid(
+                "slices",
+                format!(
+                    "a slice of {m} bits with capacity {} is not one this filter makes",
+                    s.capacity
+                ),
+            ));
+        }
+    }
+    let front = r.slices.front().map_or(0, |s| s.capacity);
+    if r.generation > front.max(1) || r.target > GROWTH_CAP.saturating_mul(front + 1) {
+        return Err(Error::invalid(
+            "generation",
+            format!(
+                "sizes {} (generation) and {} (target) exceed what slice 0's capacity {front} allows",
+                r.generation, r.target
+            ),
+        ));
+    }
+    if r.now.is_some_and(|now| r.generation_start > now) {
+        return Err(Error::invalid(
+            "generation_start",
+            "the generation starts after the latest time seen",
+        ));
+    }
+    Ok(())
 }
 
 impl TimeLimitedBloomFilter {

@@ -110,8 +110,9 @@ impl ShardFilter {
     /// Inserts each item's key at `now` and hands the item to `done` with what was found. The
     /// state reached does not depend on the items' order (so `ByKey` decides identically for
     /// any number of workers). `absent(item)` true promises the item's key was not seen at `now`
-    /// before these inserts (it spares the compact filter a look-up). Fails only when `now` is
-    /// before an earlier insertion's generation (the operator never does that).
+    /// before these inserts (it spares the compact filter a look-up). Fails when `now` is before
+    /// an earlier insertion's generation (the operator never does that) or when the compact
+    /// filter needs a larger table than memory holds (the operator counts the keys unplaced).
     #[inline]
     pub fn insert_each<T, I, A, F>(
         &mut self,

@@ -154,10 +154,44 @@ impl AllocatorConfig {
 /// assert!(stats[0].distinct > 1.5 && stats[0].distinct < 2.5);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "SketchRepr")]
 pub struct PartitionSketch {
     distinct: Vec<FmSketch>,
     probes: Vec<u64>,
     queries: u64,
+}
+
+/// The serialized form, checked on the way in: a sketch and a probe count per level, the
+/// sketches alike (as [`PartitionSketch::new`] makes them), and at most two probes per level
+/// and query (a dyadic cover has at most two blocks per level).
+#[derive(Deserialize)]
+struct SketchRepr {
+    distinct: Vec<FmSketch>,
+    probes: Vec<u64>,
+    queries: u64,
+}
+
+impl TryFrom<SketchRepr> for PartitionSketch {
+    type Error = Error;
+    fn try_from(r: SketchRepr) -> Result<Self> {
+        let alike = r
+            .distinct
+            .windows(2)
+            .all(|w| w[0].bitmaps() == w[1].bitmaps() && w[0].seed() == w[1].seed());
+        let per_level = r.queries.saturating_mul(2);
+        if r.distinct.len() != r.probes.len() || !alike || r.probes.iter().any(|&p| p > per_level) {
+            return Err(chronobloom_core::Error::invalid(
+                "partition sketch",
+                "levels, sketch shapes or probe counts do not match",
+            )
+            .into());
+        }
+        Ok(PartitionSketch {
+            distinct: r.distinct,
+            probes: r.probes,
+            queries: r.queries,
+        })
+    }
 }
 
 impl PartitionSketch {
@@ -179,15 +213,20 @@ impl PartitionSketch {
         }
     }
 
-    /// Counts a query over `range` (local ticks, clipped to the partition).
+    /// Counts a query over `range` (local ticks; the part past the partition's `2^(levels − 1)`
+    /// ticks is cut off, which also bounds the cover at two blocks per level).
     pub fn observe_query(&mut self, range: TimeRange) {
         let Some(top) = (self.probes.len() as u32).checked_sub(1) else {
             return;
         };
-        self.queries += 1;
+        let span = 1u64.checked_shl(top).unwrap_or(u64::MAX);
+        let Some(range) = range.clamp_below(span) else {
+            return;
+        };
+        self.queries = self.queries.saturating_add(1);
         for block in dyadic_cover(range, top) {
             if let Some(p) = self.probes.get_mut(block.level as usize) {
-                *p += 1;
+                *p = p.saturating_add(1);
             }
         }
     }

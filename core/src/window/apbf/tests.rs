@@ -4,7 +4,7 @@
 use super::*;
 use crate::hash::Probes;
 use crate::testing::binomial_upper_99;
-use crate::window::{run_probability, MAX_LEVEL};
+use crate::window::{run_probability, MAX_K, MAX_LEVEL};
 use proptest::prelude::*;
 
 /// The published (k, l) configurations of FORMULAS.md: FPR, half a unit of its last printed digit,
@@ -95,6 +95,8 @@ fn bad_parameters_are_typed_errors() {
     assert!(ApbfParams::for_fpr(f64::NAN, 0).is_err());
     assert!(ApbfParams::for_fpr(0.01, MAX_LEVEL + 1).is_err());
     assert!(ApbfParams::for_fpr(1e-300, 0).is_err());
+    // k + l past u32::MAX is refused, not an overflow
+    assert!(ApbfParams::new(MAX_K, u32::MAX).is_err());
     assert!(ApbfParams::new(0, 3).is_err());
     assert!(ApbfParams::new(4, 0).is_err());
     assert!(Apbf::with_fpr(0, 0.01, 1).is_err());

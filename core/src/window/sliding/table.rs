@@ -240,22 +240,19 @@ impl From<Table> for TableRepr {
     }
 }
 
+/// Slots of `buckets` buckets.
+fn slots_for(buckets: u64) -> Result<u64> {
+    buckets
+        .checked_mul(SLOTS)
+        .ok_or(Error::OutOfMemory { bits: u64::MAX })
+}
+
 impl TryFrom<TableRepr> for Table {
     type Error = Error;
     fn try_from(r: TableRepr) -> Result<Self> {
-        let mut t = Table::shell(r.buckets, r.layout, r.sweep, r.rng)?;
-        if r.heads.width() != t.heads.width() || r.heads.len() != t.heads.len() {
-            return Err(Error::invalid(
-                "table",
-                "bucket heads do not fit the bucket count and layout",
-            ));
-        }
-        if r.low.width() != t.low.width() || r.low.len() != t.low.len() {
-            return Err(Error::invalid(
-                "table",
-                "slots do not fit the bucket count and layout",
-            ));
-        }
+        // The slots read are checked against the bucket count before anything is allocated for
+        // it: a count from a corrupted file must not size an allocation.
+        let mut t = Table::assemble(r.buckets, r.layout, r.sweep, r.rng, r.heads, r.low)?;
         if r.cursor >= r.buckets || r.rng == 0 {
             return Err(Error::invalid(
                 "table",
@@ -263,14 +260,12 @@ impl TryFrom<TableRepr> for Table {
             ));
         }
         let states = t.layout.digit_states();
-        if (0..r.heads.len()).any(|b| {
-            let head = r.heads.get(b);
+        if (0..t.heads.len()).any(|b| {
+            let head = t.heads.get(b);
             head & ((1 << CODE_BITS) - 1) >= CODES || head >> CODE_BITS >= states
         }) {
             return Err(Error::invalid("table", "a bucket code is out of range"));
         }
-        t.heads = r.heads;
-        t.low = r.low;
         for b in 0..r.buckets {
             let e = t.bucket(b);
             if e.iter().any(|&v| v != 0 && v & FP_MASK == 0) {
@@ -306,19 +301,41 @@ impl Table {
     /// An empty table of `buckets` buckets coded as `layout`; `sweep` buckets are scanned per
     /// insertion.
     pub(crate) fn new(buckets: u64, layout: Layout, sweep: u64, seed: u64) -> Result<Self> {
-        Table::shell(buckets, layout, sweep, mix64(seed ^ ALT) | 1)
+        layout.check()?;
+        let slots = slots_for(buckets)?;
+        let heads = Packed::new(layout.head_bits(), buckets)?;
+        let low = Packed::new(layout.low_bits, slots)?;
+        Table::assemble(buckets, layout, sweep, mix64(seed ^ ALT) | 1, heads, low)
     }
 
-    fn shell(buckets: u64, layout: Layout, sweep: u64, rng: u64) -> Result<Self> {
+    /// A table of `buckets` buckets coded as `layout` over the given heads and slots, which must
+    /// have the widths the layout codes and one head per bucket, `SLOTS` slots per bucket.
+    fn assemble(
+        buckets: u64,
+        layout: Layout,
+        sweep: u64,
+        rng: u64,
+        heads: Packed,
+        low: Packed,
+    ) -> Result<Self> {
         layout.check()?;
         if sweep == 0 {
             return Err(Error::invalid("table", "the sweep must scan a bucket"));
         }
         let b =
             FastMod::new(buckets).ok_or_else(|| Error::invalid("buckets", "must be positive"))?;
-        let slots_len = buckets
-            .checked_mul(SLOTS)
-            .ok_or(Error::OutOfMemory { bits: u64::MAX })?;
+        if heads.width() != layout.head_bits() || heads.len() != buckets {
+            return Err(Error::invalid(
+                "table",
+                "bucket heads do not fit the bucket count and layout",
+            ));
+        }
+        if low.width() != layout.low_bits || low.len() != slots_for(buckets)? {
+            return Err(Error::invalid(
+                "table",
+                "slots do not fit the bucket count and layout",
+            ));
+        }
         let fps = FastMod::new(layout.fingerprints())
             .ok_or_else(|| Error::invalid("layout", "no fingerprint values"))?;
         Ok(Table {
@@ -332,8 +349,8 @@ impl Table {
                     (((d / u64::from(layout.tags)) << 8) | (d % u64::from(layout.tags))) as u16
                 })
                 .collect(),
-            heads: Packed::new(layout.head_bits(), buckets)?,
-            low: Packed::new(layout.low_bits, slots_len)?,
+            heads,
+            low,
             stash: Vec::new(),
             cursor: 0,
             sweep,

@@ -321,6 +321,14 @@ fn serde_round_trip_continues_identically() {
         let bad_fpr = json.replacen("\"fpr\":0.0", "\"fpr\":2.0", 1);
         assert!(serde_json::from_str::<SlidingBloomFilter>(&bad_fpr).is_err());
     }
+    // Fresh filters read back too (a time window's generation is 0 until its first time).
+    for f in [
+        SlidingBloomFilter::count_window(500, 0.01, 9).unwrap(),
+        SlidingBloomFilter::time_window(50, 0.001, 9).unwrap(),
+    ] {
+        let bin = bincode::serialize(&f).unwrap();
+        assert!(bincode::deserialize::<SlidingBloomFilter>(&bin).is_ok());
+    }
     let f = SlidingBloomFilter::count_window(100, 0.01, 1).unwrap();
     let json = serde_json::to_string(&f).unwrap();
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();

@@ -54,6 +54,7 @@
 //! ```
 
 mod rate;
+mod repr;
 mod table;
 mod tables;
 
@@ -78,6 +79,8 @@ const MIN_BUCKETS: usize = 1;
 pub const MAX_LIVE_GENERATIONS: u64 = TAGS - 1;
 /// Largest window, in ticks.
 pub const MAX_WINDOW: Tick = 1 << 40;
+/// Largest first-table hint, in keys ([`TaggedCuckooFilter::with_hint`]).
+pub const MAX_HINT: u64 = 1 << 32;
 
 /// The tables in the slot width ε needs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,7 +115,11 @@ pub struct TaggedStats {
 }
 
 /// A compact time-window filter with bounded slack (see the [module docs](self)).
+///
+/// A filter read back with serde is checked (its tables, counts and generations must be ones a
+/// running filter reaches); a corrupted one is an error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "repr::TaggedRepr")]
 pub struct TaggedCuckooFilter {
     window: Tick,
     slack: Tick,
@@ -125,7 +132,7 @@ pub struct TaggedCuckooFilter {
     store: Store,
     /// The generation the active table was started in.
     started: u64,
-    /// Buckets of the first table (and of the table after a reset).
+    /// Buckets of the first table (and the most the table after a reset gets).
     first_buckets: usize,
     /// The generation of the last sweep (every entry was live in it).
     swept: u64,
@@ -146,8 +153,14 @@ impl TaggedCuckooFilter {
     }
 
     /// [`TaggedCuckooFilter::new`] with a first table sized for `items` keys (0: the smallest
-    /// table); the tables still follow the stream.
+    /// table; at most [`MAX_HINT`]); the tables still follow the stream.
     pub fn with_hint(window: Tick, slack: Tick, fpr: f64, items: u64, seed: u64) -> Result<Self> {
+        if items > MAX_HINT {
+            return Err(Error::invalid(
+                "items",
+                format!("a first table for {items} keys; the hint is at most {MAX_HINT}"),
+            ));
+        }
         if !(1..=MAX_WINDOW).contains(&window) {
             return Err(Error::invalid(
                 "window",
@@ -179,9 +192,9 @@ impl TaggedCuckooFilter {
         }
         let buckets = buckets_for(items);
         let store = if narrow_enough(fpr) {
-            Store::Narrow(Tables::new(buckets, seed))
+            Store::Narrow(Tables::new(buckets, seed)?)
         } else {
-            Store::Wide(Tables::new(buckets, seed))
+            Store::Wide(Tables::new(buckets, seed)?)
         };
         Ok(TaggedCuckooFilter {
             window,
@@ -289,17 +302,20 @@ impl TaggedCuckooFilter {
     }
 
     /// Inserts the key with 64-bit hash `hash` at `now` (not before the latest insertion's
-    /// generation) and says what it found.
+    /// generation) and says what it found. [`Error::OutOfMemory`] when a larger table is needed
+    /// and cannot be had; the key is then not inserted.
     pub fn insert_fingerprint(&mut self, hash: u64, now: Tick) -> Result<Prior> {
         self.observe(now)?;
         let (tag, live) = self.tags(now);
-        Ok(self.place(hash, now, tag, live))
+        self.place(hash, now, tag, live)
     }
 
     /// Inserts a batch of keys at `now` and hands each item to `done` with what its key found.
     /// The resulting state does not depend on the order of `items`: keys already live are
     /// re-tagged first, then the others are placed in the order of their hashes (placement, and
-    /// so later false positives, depends on the order of insertion). `items` is left empty.
+    /// so later false positives, depends on the order of insertion). `items` is left empty. On
+    /// an error ([`Error::OutOfMemory`] when a larger table cannot be had) the items not handed
+    /// to `done` were not inserted.
     ///
     /// ```
     /// use chronobloom_core::hash::KeyHash;
@@ -365,7 +381,7 @@ impl TaggedCuckooFilter {
             // dead entries may take the room
             self.sweep(now);
             if fresh.len() as u64 > room(self) {
-                self.grow(now, generation_of(now, self.slack), fresh.len() as u64);
+                self.grow(now, generation_of(now, self.slack), fresh.len() as u64)?;
             }
         }
         let mut previous = None;
@@ -374,7 +390,7 @@ impl TaggedCuckooFilter {
             let prior = if previous == Some(hash) {
                 Prior::Current
             } else {
-                self.place(hash, now, tag, live)
+                self.place(hash, now, tag, live)?
             };
             previous = Some(hash);
             done(item, prior);
@@ -392,12 +408,12 @@ impl TaggedCuckooFilter {
     /// Inserts `hash` under `tag`, starting a larger table first if the active one is full. (A
     /// key live only in a drained table is placed anew: its entry there cannot be told from
     /// another key's with the same fingerprint, so it stays until it dies.)
-    fn place(&mut self, hash: u64, now: Tick, tag: u64, live: u32) -> Prior {
+    fn place(&mut self, hash: u64, now: Tick, tag: u64, live: u32) -> Result<Prior> {
         if self.full() {
             // dead entries may be what fills it
             self.sweep(now);
             if self.full() {
-                self.grow(now, generation_of(now, self.slack), 0);
+                self.grow(now, generation_of(now, self.slack), 0)?;
             }
         }
         let bits = fp_bits(hash);
@@ -408,9 +424,9 @@ impl TaggedCuckooFilter {
         });
         if prior == Prior::New {
             self.rate.record_new(now);
-            self.population += 1;
+            self.population = self.population.saturating_add(1);
         }
-        prior
+        Ok(prior)
     }
 
     /// Lets time pass to `now`: ends the generations before it (sweeping dead entries, dropping
@@ -442,7 +458,7 @@ impl TaggedCuckooFilter {
         let dead = !tag_mask(first, last);
         self.population = with_tables!(&mut self.store, t => t.sweep(dead));
         self.swept = last;
-        self.stats.sweeps += 1;
+        self.stats.sweeps = self.stats.sweeps.saturating_add(1);
     }
 
     fn full(&self) -> bool {
@@ -473,17 +489,21 @@ impl TaggedCuckooFilter {
         };
         if gen < g {
             return Err(Error::TimeWentBackwards {
-                last: g.saturating_mul(self.slack + 1),
+                last: g.saturating_mul(self.slack.saturating_add(1)),
                 now,
             });
         }
         if gen - g >= self.live_gens {
-            // everything inserted is dead
-            let (buckets, seed) = (self.first_buckets, self.seed);
-            with_tables!(&mut self.store, t => t.reset(buckets, seed));
+            // Everything inserted is dead: start again with the first table's size, or the
+            // active one's if smaller (what the stream needed last).
+            let (first, seed) = (self.first_buckets, self.seed);
+            with_tables!(&mut self.store, t => {
+                let buckets = first.min(t.active().buckets());
+                t.reset(buckets, seed)
+            })?;
             self.population = 0;
             self.rate = Rate::start(now, gen);
-            self.stats.generations += gen - g;
+            self.stats.generations = self.stats.generations.saturating_add(gen - g);
             self.gen = Some(gen);
             self.started = gen;
             self.swept = gen;
@@ -503,7 +523,7 @@ impl TaggedCuckooFilter {
         with_tables!(&mut self.store, t => t.drop_drained(g, live_gens));
         self.rate.end_generation();
         self.gen = Some(g);
-        self.stats.generations += 1;
+        self.stats.generations = self.stats.generations.saturating_add(1);
         // Dead entries answer nothing and their slots count as free; they must be cleared
         // before their tag comes round again. After a sweep at s the entries' generations span
         // at most L; by s + 32 − L they span 32. The sweep runs every L / 4 generations (within
@@ -525,9 +545,9 @@ impl TaggedCuckooFilter {
             let a = t.active();
             a.capacity() > (MIN_BUCKETS * SLOTS) as u64 && target < LOAD * a.capacity() as f64 / 3.0
         });
-        if mostly_empty {
-            self.restart(g, target as u64);
-            self.stats.shrunk += 1;
+        // a smaller table that cannot be had leaves the active one in place
+        if mostly_empty && self.restart(g, target as u64).is_ok() {
+            self.stats.shrunk = self.stats.shrunk.saturating_add(1);
         }
     }
 
@@ -540,29 +560,33 @@ impl TaggedCuckooFilter {
         let rate = self.rate.new_per_tick(now, gen, g_len)?;
         let age = gen - self.rate.first_gen;
         let gens = self.live_gens.saturating_sub(age).max(1);
-        Some((self.population + coming) as f64 + rate * (g_len * gens) as f64)
+        let ahead = g_len as f64 * gens as f64;
+        Some(self.population.saturating_add(coming) as f64 + rate * ahead)
     }
 
     /// Starts a larger table: sized for the population projected one window ahead from the
     /// rate of new keys (the present population and `coming` keys about to be placed, plus the
     /// new keys of the generations until the window is full, at least one), at least 1.5 times
     /// the present population; twice the present population while the stream's first tick is
-    /// all there is to go by.
-    fn grow(&mut self, now: Tick, gen: u64, coming: u64) {
-        let present = self.population + coming;
+    /// all there is to go by. [`Error::OutOfMemory`] when that table cannot be had (a long
+    /// window's projection can exceed any memory): the filter is left as it was.
+    fn grow(&mut self, now: Tick, gen: u64, coming: u64) -> Result<()> {
+        let present = self.population.saturating_add(coming);
         let items = match self.projected(now, gen, coming) {
             Some(projected) => (HEADROOM * projected).max(1.5 * present as f64) as u64,
-            None => 2 * present.max(1),
+            None => present.max(1).saturating_mul(2),
         };
-        self.restart(gen, items);
-        self.stats.grown += 1;
+        self.restart(gen, items)?;
+        self.stats.grown = self.stats.grown.saturating_add(1);
+        Ok(())
     }
 
     /// Starts a new active table for `items` keys in generation `gen`.
-    fn restart(&mut self, gen: u64, items: u64) {
+    fn restart(&mut self, gen: u64, items: u64) -> Result<()> {
         let (buckets, seed) = (buckets_for(items), self.seed);
-        with_tables!(&mut self.store, t => t.start(buckets, gen, seed));
+        with_tables!(&mut self.store, t => t.start(buckets, gen, seed))?;
         self.started = gen;
+        Ok(())
     }
 }
 

@@ -20,6 +20,20 @@ pub(super) struct Rate {
 }
 
 impl Rate {
+    /// Whether this rate could have been recorded by a filter now in generation `gen` with
+    /// generations of `slack + 1` ticks: the first tick in the first generation, no later tick
+    /// after the current generation, and counts that only the current generation could add to
+    /// no larger than its count.
+    pub(super) fn consistent(&self, gen: u64, slack: Tick) -> bool {
+        let generation = |t: Tick| t / slack.saturating_add(1);
+        self.first_gen <= gen
+            && generation(self.first_tick) == self.first_gen
+            && self.tick >= self.first_tick
+            && generation(self.tick) <= gen
+            && self.new_before_tick <= self.current_new
+            && (self.first_gen < gen || self.first_tick_new <= self.current_new)
+    }
+
     pub(super) fn start(now: Tick, gen: u64) -> Self {
         Rate {
             first_tick: now,

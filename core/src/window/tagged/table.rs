@@ -2,6 +2,7 @@
 //! buckets per key (partial-key cuckoo hashing), a slot holding a fingerprint and the tag of the
 //! generation its key was last inserted in.
 
+use crate::error::{Error, Result};
 use crate::hash::mix64;
 use crate::prefetch::prefetch;
 use serde::{Deserialize, Serialize};
@@ -85,16 +86,68 @@ pub(super) struct Table<S> {
 }
 
 impl<S: Slot> Table<S> {
-    /// An empty table of `buckets` buckets (at least 1).
-    pub fn new(buckets: usize, seed: u64) -> Self {
+    /// An empty table of `buckets` buckets (at least 1); [`Error::OutOfMemory`] when its slots
+    /// cannot be had, instead of aborting.
+    pub fn new(buckets: usize, seed: u64) -> Result<Self> {
         let buckets = buckets.max(1);
-        Table {
-            slots: vec![S::default(); buckets * SLOTS],
+        let bits = |n: usize| (n as u64).saturating_mul(u64::from(8 * size_of::<S>() as u32));
+        let len = buckets
+            .checked_mul(SLOTS)
+            .ok_or(Error::OutOfMemory { bits: u64::MAX })?;
+        let mut slots = Vec::new();
+        slots
+            .try_reserve_exact(len)
+            .map_err(|_| Error::OutOfMemory { bits: bits(len) })?;
+        slots.resize(len, S::default());
+        Ok(Table {
+            slots,
             buckets,
             stash: Vec::new(),
             occupied: 0,
             rng: mix64(seed ^ buckets as u64) | 1,
+        })
+    }
+
+    /// Checks a table read from a file: `buckets × SLOTS` slots, a fingerprint in every
+    /// occupied slot and stashed entry, stashed entries in a bucket of the table, the occupied
+    /// count of the slots, and a generator state that is not stuck at 0.
+    pub fn check(&self) -> Result<()> {
+        let entry = |s: u64| s >> TAG_BITS != 0;
+        if self.buckets == 0 || self.buckets.checked_mul(SLOTS) != Some(self.slots.len()) {
+            return Err(Error::invalid(
+                "table",
+                format!("{} slots for {} buckets", self.slots.len(), self.buckets),
+            ));
         }
+        let occupied = self.slots.iter().filter(|&&s| s != S::default()).count();
+        if self
+            .slots
+            .iter()
+            .any(|&s| s != S::default() && !entry(s.into()))
+            || self
+                .stash
+                .iter()
+                .any(|&(b, s)| b >= self.buckets || !entry(s.into()))
+            || self.occupied != (occupied + self.stash.len()) as u64
+            || self.rng == 0
+        {
+            return Err(Error::invalid(
+                "table",
+                "a slot or stashed entry without a fingerprint, a stash entry outside the table, \
+                 or counts that do not match the slots",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Buckets.
+    pub fn buckets(&self) -> usize {
+        self.buckets
+    }
+
+    /// Entries waiting in the stash.
+    pub fn stash_len(&self) -> u64 {
+        self.stash.len() as u64
     }
 
     /// Slots in all.

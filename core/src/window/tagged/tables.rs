@@ -1,6 +1,7 @@
 //! The tables of one slot width: the active one and those drained until their entries die.
 
 use super::table::{Slot, Table, SLOTS};
+use crate::error::Result;
 use serde::{Deserialize, Serialize};
 
 /// Tables of one slot width: the last receives insertions, the others are read until their
@@ -13,11 +14,11 @@ pub(super) struct Tables<S> {
 }
 
 impl<S: Slot> Tables<S> {
-    pub(super) fn new(buckets: usize, seed: u64) -> Self {
-        Tables {
-            tables: vec![Table::new(buckets, seed)],
+    pub(super) fn new(buckets: usize, seed: u64) -> Result<Self> {
+        Ok(Tables {
+            tables: vec![Table::new(buckets, seed)?],
             stopped: Vec::new(),
-        }
+        })
     }
 
     pub(super) fn active(&self) -> &Table<S> {
@@ -29,16 +30,19 @@ impl<S: Slot> Tables<S> {
         &mut self.tables[last]
     }
 
-    pub(super) fn start(&mut self, buckets: usize, gen: u64, seed: u64) {
+    /// Starts a new active table (nothing changes if it cannot be allocated).
+    pub(super) fn start(&mut self, buckets: usize, gen: u64, seed: u64) -> Result<()> {
+        let table = Table::new(buckets, seed)?;
         self.stopped.push(gen);
-        self.tables.push(Table::new(buckets, seed));
+        self.tables.push(table);
+        Ok(())
     }
 
     /// Drops the tables whose entries are all dead at the start of generation `g`.
     pub(super) fn drop_drained(&mut self, g: u64, live_gens: u64) {
         let mut i = 0;
         while i < self.stopped.len() {
-            if self.stopped[i] + live_gens <= g {
+            if self.stopped[i].saturating_add(live_gens) <= g {
                 self.stopped.remove(i);
                 self.tables.remove(i);
             } else {
@@ -52,9 +56,11 @@ impl<S: Slot> Tables<S> {
         self.tables.iter_mut().map(|t| t.sweep(dead)).sum()
     }
 
-    /// Empties the filter: one table of `buckets` buckets, as a new filter has.
-    pub(super) fn reset(&mut self, buckets: usize, seed: u64) {
-        *self = Tables::new(buckets, seed);
+    /// Empties the filter: one table of `buckets` buckets, as a new filter has (nothing
+    /// changes if it cannot be allocated).
+    pub(super) fn reset(&mut self, buckets: usize, seed: u64) -> Result<()> {
+        *self = Tables::new(buckets, seed)?;
+        Ok(())
     }
 
     pub(super) fn occupancy(&self) -> (f64, f64) {

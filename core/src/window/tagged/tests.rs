@@ -127,7 +127,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
     /// Every key inserted in `(t - W, t]` is reported at `t`, whatever the stream: few keys
-    /// (collisions and refreshes), bursts (growth), gaps (sweeps and resets).
+    /// (collisions and refreshes), bursts (growth), gaps (sweeps and resets). Every state on
+    /// the way reads back from bincode as itself (its checks accept what a stream makes).
     #[test]
     fn no_false_negative_in_the_window(
         w in 1u64..200,
@@ -159,6 +160,11 @@ proptest! {
                 if probe - u < w {
                     prop_assert!(f.seen(h(*k), probe));
                 }
+            }
+            let bytes = bincode::serialize(&f).unwrap();
+            match bincode::deserialize::<TaggedCuckooFilter>(&bytes) {
+                Ok(back) => prop_assert_eq!(&back, &f),
+                Err(e) => prop_assert!(false, "a streamed state does not read back: {}", e),
             }
         }
     }
@@ -229,4 +235,50 @@ fn a_tenfold_burst_keeps_the_false_positive_rate_within_two_epsilon() {
     let bound = 2.0 * eps + 5.0 * (2.0 * eps / 4_000.0).sqrt();
     println!("worst sampled fpr {worst} over {trials} trials (bound {bound})");
     assert!(worst <= bound, "{worst} > {bound}");
+}
+
+#[test]
+fn a_table_no_memory_holds_is_an_error_not_an_abort() {
+    // A window of 2^40 ticks: 2,000 new keys per tick project about 10^15 keys one window
+    // ahead, more than any address space.
+    let w = MAX_WINDOW;
+    let mut f = TaggedCuckooFilter::new(w, default_slack(w), 0.01, 1).unwrap();
+    let mut outcome = Ok(Prior::New);
+    'stream: for t in 0..8u64 {
+        for k in 0..2_000u64 {
+            outcome = f.insert_fingerprint(h(t * 2_000 + k), t);
+            if outcome.is_err() {
+                break 'stream;
+            }
+        }
+    }
+    assert!(
+        matches!(outcome, Err(Error::OutOfMemory { .. })),
+        "{outcome:?}"
+    );
+    // the filter is left as it was and still answers
+    assert!(f.seen(h(0), 2) && f.seen(h(3_999), 2));
+    let back: TaggedCuckooFilter = bincode::deserialize(&bincode::serialize(&f).unwrap()).unwrap();
+    assert_eq!(back, f);
+}
+
+#[test]
+fn a_huge_slack_projects_without_overflow() {
+    // Generations of 2^63 ticks: keys live that long, so the population projected one window
+    // ahead (over more ticks than u64 counts) needs a table no memory holds: an error, not an
+    // overflow, and the keys placed before it are kept.
+    let mut f = TaggedCuckooFilter::new(100, u64::MAX / 2, 0.01, 1).unwrap();
+    let mut placed = Vec::new();
+    'stream: for t in 0..6u64 {
+        for k in 0..50u64 {
+            match f.insert_fingerprint(h(t * 50 + k), t) {
+                Ok(_) => placed.push(h(t * 50 + k)),
+                Err(e) => {
+                    assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
+                    break 'stream;
+                }
+            }
+        }
+    }
+    assert!(placed.iter().all(|&k| f.seen(k, 5)));
 }

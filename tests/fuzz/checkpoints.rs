@@ -1,0 +1,162 @@
+//! Checkpoint decoding: the file format (header, payload, checksum) and the operators' snapshot
+//! payloads, seeded with real checkpoints of a small dataflow.
+
+use super::harness::Outcome;
+use chronobloom::operators::checkpoint::{decode, encode, Header};
+use chronobloom::operators::timely;
+use chronobloom::operators::{
+    DedupConfig, DedupMode, DedupSnapshot, IndexConfig, IndexSnapshot, TimedDedup,
+    TimedTemporalIndex,
+};
+use std::path::Path;
+use std::sync::OnceLock;
+use timely::dataflow::operators::{Input, Probe};
+use timely::dataflow::ProbeHandle;
+
+fn configs() -> (DedupConfig, IndexConfig) {
+    let dedup = DedupConfig::builder()
+        .window(40)
+        .epoch_len(10)
+        .shards(2)
+        .mode(DedupMode::ByKey)
+        .build()
+        .expect("valid dedup configuration");
+    let index = IndexConfig::builder()
+        .epoch_len(10)
+        .partition_len(100)
+        .partitions(2)
+        .bits(4_096)
+        .digest(true)
+        .build()
+        .expect("valid index configuration");
+    (dedup, index)
+}
+
+/// Restores the snapshots into a dataflow of the seeds' configuration (refused is fine) and, when
+/// both are taken, runs records through it: a restored state must work or be refused, never
+/// panic.
+fn restore(dedup: Option<DedupSnapshot>, index: Option<IndexSnapshot>) -> Outcome {
+    timely::execute_directly(move |worker| {
+        let (dc, ic) = configs();
+        let probe = ProbeHandle::new();
+        let built = worker.dataflow::<u64, _, _>(|scope| {
+            let (r_in, recs) = scope.new_input::<Vec<(u64, u64)>>();
+            let (q_in, queries) = scope.new_input::<Vec<(u64, _)>>();
+            let d = recs.clone().dedup_timed_resumable(&dc, |k: &u64| *k, dedup);
+            let i = recs.temporal_index_timed_resumable(queries, &ic, index);
+            match (d, i) {
+                (Ok((d, _)), Ok((i, _))) => {
+                    d.stats.probe_with(&probe);
+                    i.stats.probe_with(&probe);
+                    i.answers.probe_with(&probe);
+                    Some((r_in, q_in))
+                }
+                _ => None,
+            }
+        });
+        let Some((mut r_in, mut q_in)) = built else {
+            return Outcome::Rejected;
+        };
+        r_in.advance_to(30);
+        q_in.advance_to(30);
+        for t in 30..60u64 {
+            r_in.send((t, t % 5));
+        }
+        let range = chronobloom::core::temporal::TimeRange::new(0, 59).expect("valid range");
+        q_in.advance_to(60);
+        q_in.send((3u64, range));
+        drop((r_in, q_in));
+        worker.step_while(|| !probe.done());
+        Outcome::Accepted
+    })
+}
+
+/// `(dedup snapshot, index snapshot)` payloads of a one-worker dataflow fed a few records.
+fn payloads() -> &'static (Vec<u8>, Vec<u8>) {
+    static P: OnceLock<(Vec<u8>, Vec<u8>)> = OnceLock::new();
+    P.get_or_init(|| {
+        timely::execute_directly(|worker| {
+            let (dedup, index) = configs();
+            let probe = ProbeHandle::new();
+            let (mut r_in, mut q_in, handles) = worker.dataflow::<u64, _, _>(|scope| {
+                let (r_in, recs) = scope.new_input::<Vec<(u64, u64)>>();
+                let (q_in, queries) = scope.new_input::<Vec<(u64, _)>>();
+                let (d, dh) = recs
+                    .clone()
+                    .dedup_timed_resumable(&dedup, |k: &u64| *k, None)
+                    .expect("fresh");
+                let (i, ih) = recs
+                    .temporal_index_timed_resumable(queries, &index, None)
+                    .expect("fresh");
+                d.stats.probe_with(&probe);
+                i.stats.probe_with(&probe);
+                (r_in, q_in, (dh, ih))
+            });
+            for t in 0..30u64 {
+                r_in.send((t, t % 7));
+            }
+            r_in.advance_to(30);
+            q_in.advance_to(30);
+            worker.step_while(|| probe.less_than(&30));
+            let d = handles.0.snapshot(30).and_then(|s| s.to_bytes());
+            let i = handles.1.snapshot_bytes(30);
+            (d.expect("dedup snapshot"), i.expect("index snapshot"))
+        })
+    })
+}
+
+/// Valid checkpoint files (a snapshot payload each).
+pub fn files() -> Vec<Vec<u8>> {
+    let (d, i) = payloads();
+    [("dedup", d), ("index", i)]
+        .into_iter()
+        .map(|(part, payload)| {
+            let h = Header {
+                part: part.into(),
+                worker: 0,
+                workers: 1,
+                boundary: 30,
+                job: 7,
+            };
+            encode(&h, payload).expect("valid header")
+        })
+        .collect()
+}
+
+/// Valid dedup snapshot payloads.
+pub fn dedup_payloads() -> Vec<Vec<u8>> {
+    vec![payloads().0.clone()]
+}
+
+/// Valid index snapshot payloads.
+pub fn index_payloads() -> Vec<Vec<u8>> {
+    vec![payloads().1.clone()]
+}
+
+/// A checkpoint file: decoded and verified, then its payload decoded as its part says.
+pub fn file(bytes: &[u8]) -> Outcome {
+    let Ok((header, payload)) = decode(Path::new("fuzz.ckpt"), bytes) else {
+        return Outcome::Rejected;
+    };
+    match header.part.as_str() {
+        "dedup" => dedup(payload),
+        "index" => index(payload),
+        _ => Outcome::Accepted,
+    }
+}
+
+/// A dedup snapshot payload, restored and run when it decodes.
+pub fn dedup(bytes: &[u8]) -> Outcome {
+    match DedupSnapshot::from_bytes(bytes) {
+        Ok(s) => restore(Some(s), None),
+        Err(_) => Outcome::Rejected,
+    }
+}
+
+/// An index snapshot payload, restored and run when it decodes.
+pub fn index(bytes: &[u8]) -> Outcome {
+    match IndexSnapshot::from_bytes(bytes) {
+        Ok(s) => restore(None, Some(s)),
+        Err(_) => Outcome::Rejected,
+    }
+}

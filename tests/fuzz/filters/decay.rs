@@ -1,0 +1,125 @@
+//! The time-decaying filters: block timing Bloom filter, generalized Bloom filter, the simple
+//! buffer baseline, timer arrays, and the distinct-count models their inference reads.
+
+use super::{Exercise, KEYS};
+use chronobloom::core::decay::baselines::SimpleBuffer;
+use chronobloom::core::decay::prior::DistinctModel;
+use chronobloom::core::decay::{Btbf, BtbfInference, BtbfShape, Gbf, GbfInference, TimerArray};
+use chronobloom::core::hash::KeyHash;
+
+impl Exercise for Btbf {
+    fn samples() -> Vec<Self> {
+        [
+            BtbfShape::for_bits(100, 1_000, 4),
+            BtbfShape::new(50, 64, 2, 8, 5),
+        ]
+        .into_iter()
+        .map(|shape| {
+            let mut f = Btbf::new(shape.expect("valid shape"), 7).expect("valid");
+            (0..30u64).for_each(|k| f.insert(&k));
+            f
+        })
+        .collect()
+    }
+
+    fn exercise(&mut self) {
+        let inference = BtbfInference::new(*self.shape(), DistinctModel::Identity);
+        for k in KEYS {
+            self.insert(&k);
+            assert!(
+                self.query(&k),
+                "key {k} not found right after its insertion"
+            );
+            let p = inference.posterior(&self.observe(&k), 0.01);
+            assert!((0.0..=1.0).contains(&p), "posterior {p}");
+        }
+        let _ = (self.memory_bits(), self.seed(), self.validate());
+    }
+}
+
+impl Exercise for Gbf {
+    fn samples() -> Vec<Self> {
+        let mut f = Gbf::new(1_000, 2, 3, 7).expect("valid");
+        (0..30u64).for_each(|k| f.insert(&k));
+        vec![f, Gbf::new(1, 0, 1, 0).expect("valid")]
+    }
+
+    fn exercise(&mut self) {
+        let inference = GbfInference::new(self);
+        for k in KEYS {
+            self.insert(&k);
+            let obs = self.observe(&k);
+            let _ = (self.query(&k), obs.intact());
+            let p = inference.posterior(&obs, 0.01, 100);
+            assert!((0.0..=1.0).contains(&p), "posterior {p}");
+        }
+        let _ = (self.memory_bits(), self.cells(), self.hashes());
+    }
+}
+
+impl Exercise for SimpleBuffer {
+    fn samples() -> Vec<Self> {
+        let mut b = SimpleBuffer::new(100, 400, 8, 5).expect("valid");
+        (0..70u64).for_each(|k| b.insert(&k));
+        vec![b, SimpleBuffer::new(10, 32, 32, 1).expect("valid")]
+    }
+
+    fn exercise(&mut self) {
+        for k in KEYS {
+            self.insert(&k);
+            assert!(
+                self.contains(&k),
+                "key {k} not found right after its insertion"
+            );
+            let p = self.posterior(KeyHash::of(&k, 5), 0.01, &DistinctModel::Identity);
+            assert!((0.0..=1.0).contains(&p), "posterior {p}");
+        }
+        let _ = (self.capacity(), self.memory_bits());
+    }
+
+    fn same(a: &Self, b: &Self) -> bool {
+        a == b
+    }
+}
+
+impl Exercise for TimerArray {
+    fn samples() -> Vec<Self> {
+        vec![
+            TimerArray::new(100, 5, 31).expect("valid"),
+            TimerArray::new(3, 32, 0).expect("valid"),
+        ]
+    }
+
+    fn exercise(&mut self) {
+        let mask = if self.bpt() >= 64 {
+            u64::MAX
+        } else {
+            (1 << self.bpt()) - 1
+        };
+        for i in [0, 1, self.len() / 2, self.len().saturating_sub(1)] {
+            if i < self.len() {
+                self.set(i, 0x5555_5555);
+                assert_eq!(self.get(i), 0x5555_5555 & mask, "timer {i} lost its value");
+            }
+        }
+        let _ = (self.memory_bits(), self.is_empty());
+    }
+}
+
+impl Exercise for DistinctModel {
+    fn samples() -> Vec<Self> {
+        vec![
+            DistinctModel::Identity,
+            DistinctModel::uniform(1_000).expect("valid"),
+            DistinctModel::zipf(1_000).expect("valid"),
+            DistinctModel::measured(vec![(1.0, 1.0), (100.0, 50.0), (1e4, 900.0)]).expect("valid"),
+        ]
+    }
+
+    fn exercise(&mut self) {
+        for j in [0.0, 0.5, 1.0, 2.0, 77.0, 1e6, 1e300, f64::INFINITY] {
+            let d = self.distinct(j);
+            assert!((0.0..=j).contains(&d), "D({j}) = {d}");
+        }
+    }
+}
