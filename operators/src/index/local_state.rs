@@ -128,6 +128,13 @@ impl LocalState {
     /// partition's allocation, the configured layout and seed.
     pub(super) fn import(&mut self, snap: LocalSnapshot) -> Result<(), CheckpointError> {
         let refuse = |reason: String| Err(CheckpointError::state("local index", reason));
+        for (&p, a) in snap.resolved.iter().chain(&snap.announcements) {
+            if p >= self.config.partitions() || !self.config.fits(a) {
+                return refuse(format!(
+                    "partition {p}'s allocation does not fit the configuration"
+                ));
+            }
+        }
         for (&p, pbf) in &snap.filters {
             let Some(a) = snap.resolved.get(&p) else {
                 return refuse(format!("partition {p} has a filter but no allocation"));

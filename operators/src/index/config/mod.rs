@@ -181,13 +181,15 @@ impl IndexConfig {
     }
 
     /// True when `allocation` fits a partition: one shape per level, each level's words indexable
-    /// by `u32`, and shapes a PBF-2 of the configuration's layout accepts.
+    /// by `u32`, at most twice the configured bits in all (an allocation spends the configured
+    /// budget), and shapes a PBF-2 of the configuration's layout accepts.
     pub fn fits(&self, allocation: &Allocation) -> bool {
         allocation.shapes().len() == self.allocation.shapes().len()
             && allocation
                 .shapes()
                 .iter()
                 .all(|s| s.bits / 64 <= u64::from(u32::MAX))
+            && allocation.total_bits() <= self.allocation.total_bits().saturating_mul(2)
             && Pbf2::with_layout(0, self.partition_len, allocation, self.seed, self.layout).is_ok()
     }
 

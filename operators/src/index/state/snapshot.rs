@@ -60,7 +60,7 @@ impl MergedState {
                     format!("partition {p}: {reason}"),
                 ))
             };
-            if !self.announce(p, &allocation) {
+            if !self.config.fits(&allocation) || !self.announce(p, &allocation) {
                 return refuse("its allocation does not fit the configuration".into());
             }
             let Some(part) = self.partitions.get_mut(&p) else {
