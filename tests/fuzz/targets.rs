@@ -11,7 +11,7 @@ use super::seeds;
 use super::traces;
 use chronobloom::core::bloom::{BlockedBloomFilter, BloomFilter};
 use chronobloom::core::decay::baselines::SimpleBuffer;
-use chronobloom::core::decay::prior::DistinctModel;
+use chronobloom::core::decay::prior::{ConstantProbability, DistinctModel, FrequencyTable};
 use chronobloom::core::decay::{Btbf, Gbf, TimerArray};
 use chronobloom::core::matrix::{MatrixBloom, MatrixPbf};
 use chronobloom::core::sketch::{CountMinSketch, FmSketch};
@@ -53,6 +53,8 @@ pub fn all() -> Vec<Target> {
         target::<SimpleBuffer>("simple-buffer"),
         target::<TimerArray>("timer-array"),
         target::<DistinctModel>("distinct-model"),
+        target::<ConstantProbability>("constant-probability"),
+        target::<FrequencyTable>("frequency-table"),
         target::<FlowKey>("flow-key"),
     ]
 }

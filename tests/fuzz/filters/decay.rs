@@ -3,7 +3,9 @@
 
 use super::{Exercise, KEYS};
 use chronobloom::core::decay::baselines::SimpleBuffer;
-use chronobloom::core::decay::prior::DistinctModel;
+use chronobloom::core::decay::prior::{
+    ConstantProbability, DistinctModel, FrequencyTable, SampleProbability,
+};
 use chronobloom::core::decay::{Btbf, BtbfInference, BtbfShape, Gbf, GbfInference, TimerArray};
 use chronobloom::core::hash::KeyHash;
 
@@ -121,5 +123,37 @@ impl Exercise for DistinctModel {
             let d = self.distinct(j);
             assert!((0.0..=j).contains(&d), "D({j}) = {d}");
         }
+    }
+}
+
+impl Exercise for ConstantProbability {
+    fn samples() -> Vec<Self> {
+        vec![ConstantProbability::new(0.001).expect("valid")]
+    }
+
+    fn exercise(&mut self) {
+        let p = self.p_x(KeyHash::of(&1u64, 0));
+        assert!(p > 0.0 && p <= 1.0, "p_x {p}");
+    }
+}
+
+impl Exercise for FrequencyTable {
+    fn samples() -> Vec<Self> {
+        let mut t = FrequencyTable::new(0.5).expect("valid");
+        (0..20u64).for_each(|k| t.observe(KeyHash::of(&(k % 7), 0)));
+        vec![t, FrequencyTable::new(1.0).expect("valid")]
+    }
+
+    fn exercise(&mut self) {
+        for k in KEYS {
+            self.observe(KeyHash::of(&k, 0));
+            let p = self.p_x(KeyHash::of(&k, 0));
+            assert!(p > 0.0 && p <= 1.0, "p_x {p}");
+        }
+        let _ = self.total();
+    }
+
+    fn same(a: &Self, b: &Self) -> bool {
+        a == b
     }
 }
