@@ -12,7 +12,7 @@ use super::traces;
 use chronobloom::core::bloom::{BlockedBloomFilter, BloomFilter};
 use chronobloom::core::decay::baselines::SimpleBuffer;
 use chronobloom::core::decay::prior::{ConstantProbability, DistinctModel, FrequencyTable};
-use chronobloom::core::decay::{Btbf, Gbf, TimerArray};
+use chronobloom::core::decay::{Btbf, BtbfInference, Gbf, GbfInference, TimerArray};
 use chronobloom::core::matrix::{MatrixBloom, MatrixPbf};
 use chronobloom::core::sketch::{CountMinSketch, FmSketch};
 use chronobloom::core::temporal::{Allocation, Pbf1, Pbf2, Sbf};
@@ -50,6 +50,8 @@ pub fn all() -> Vec<Target> {
         target::<MatrixPbf>("matrix-pbf"),
         target::<Btbf>("btbf"),
         target::<Gbf>("gbf"),
+        target::<BtbfInference>("btbf-inference"),
+        target::<GbfInference>("gbf-inference"),
         target::<SimpleBuffer>("simple-buffer"),
         target::<TimerArray>("timer-array"),
         target::<DistinctModel>("distinct-model"),

@@ -6,7 +6,9 @@ use chronobloom::core::decay::baselines::SimpleBuffer;
 use chronobloom::core::decay::prior::{
     ConstantProbability, DistinctModel, FrequencyTable, SampleProbability,
 };
-use chronobloom::core::decay::{Btbf, BtbfInference, BtbfShape, Gbf, GbfInference, TimerArray};
+use chronobloom::core::decay::{
+    Btbf, BtbfInference, BtbfShape, Gbf, GbfInference, GbfObservation, TimerArray,
+};
 use chronobloom::core::hash::KeyHash;
 
 impl Exercise for Btbf {
@@ -155,5 +157,55 @@ impl Exercise for FrequencyTable {
 
     fn same(a: &Self, b: &Self) -> bool {
         a == b
+    }
+}
+
+impl Exercise for BtbfInference {
+    fn samples() -> Vec<Self> {
+        let shape = BtbfShape::for_bits(100, 1_000, 4).expect("valid shape");
+        vec![
+            BtbfInference::new(shape, DistinctModel::Identity),
+            BtbfInference::new(shape, DistinctModel::uniform(500).expect("valid")),
+        ]
+    }
+
+    /// Posteriors of a filter of the cache's shape lie in [0, 1].
+    fn exercise(&mut self) {
+        let Ok(mut f) = Btbf::new(*self.shape(), 5) else {
+            panic!("an accepted cache's shape builds no filter")
+        };
+        for k in KEYS {
+            f.insert(&k);
+            let obs = f.observe(&k);
+            for p in [1e-6, 0.01, 0.5] {
+                let post = self.posterior(&obs, p);
+                assert!((0.0..=1.0).contains(&post), "posterior {post}");
+                let _ = self.posterior_with(&obs, &self.item(p));
+            }
+        }
+    }
+}
+
+impl Exercise for GbfInference {
+    fn samples() -> Vec<Self> {
+        let f = Gbf::new(1_000, 2, 3, 7).expect("valid");
+        vec![GbfInference::new(&f), GbfInference::for_shape(64, 1)]
+    }
+
+    /// Posteriors of one-cell observations (a GBF has at least one hash) lie in [0, 1].
+    fn exercise(&mut self) {
+        for (zero, one) in [(1, 0), (0, 1)] {
+            for intact in [0, 1] {
+                let obs = GbfObservation {
+                    zero_cells: zero,
+                    one_cells: one,
+                    zeros: zero * intact,
+                    ones: one * intact,
+                };
+                let p = self.posterior(&obs, 0.01, 50);
+                assert!((0.0..=1.0).contains(&p), "posterior {p}");
+                let _ = self.posterior_closed_form(&obs, 0.01, 50);
+            }
+        }
     }
 }
