@@ -114,7 +114,7 @@ fn seeds_are_accepted() {
     }
 }
 
-/// Names the targets whose inputs live under `tests/fuzz-regressions/`.
+/// `tests/fuzz-regressions/`: a directory of saved inputs per target.
 fn regression_root() -> &'static Path {
     Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -12,8 +12,8 @@ use super::seeds;
 use super::traces;
 use chronobloom::core::bloom::{BlockedBloomFilter, BloomFilter};
 use chronobloom::core::decay::baselines::SimpleBuffer;
-use chronobloom::core::decay::prior::DistinctModel;
-use chronobloom::core::decay::{Btbf, Gbf, TimerArray};
+use chronobloom::core::decay::prior::{ConstantProbability, DistinctModel, FrequencyTable};
+use chronobloom::core::decay::{Btbf, BtbfInference, Gbf, GbfInference, TimerArray};
 use chronobloom::core::matrix::{MatrixBloom, MatrixPbf};
 use chronobloom::core::sketch::{CountMinSketch, FmSketch};
 use chronobloom::core::temporal::{Allocation, Pbf1, Pbf2, Sbf};
@@ -51,9 +51,13 @@ pub fn all() -> Vec<Target> {
         target::<MatrixPbf>("matrix-pbf"),
         target::<Btbf>("btbf"),
         target::<Gbf>("gbf"),
+        target::<BtbfInference>("btbf-inference"),
+        target::<GbfInference>("gbf-inference"),
         target::<SimpleBuffer>("simple-buffer"),
         target::<TimerArray>("timer-array"),
         target::<DistinctModel>("distinct-model"),
+        target::<ConstantProbability>("constant-probability"),
+        target::<FrequencyTable>("frequency-table"),
         target::<FlowKey>("flow-key"),
         Target::new("checkpoint-file", checkpoints::files, checkpoints::file),
         Target::new(

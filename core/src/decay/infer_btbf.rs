@@ -20,7 +20,7 @@ use super::btbf::TimerObservation;
 use super::prior::DistinctModel;
 use super::retro::{age_posterior, AgePosterior};
 use super::shape::BtbfShape;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 /// Posterior computations for one BTBF shape and `D(j)` model.
@@ -36,7 +36,11 @@ use serde::{Deserialize, Serialize};
 /// let p = inf.posterior(&f.observe(&999u64), 1.0 / 2_000.0); // the last insertion
 /// assert!(p > 0.9);
 /// ```
+///
+/// Read back with serde, the cache must be the one [`BtbfInference::new`] computes for its shape
+/// (checked as [`BtbfShape::new`] checks it) and model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "InferenceRepr")]
 pub struct BtbfInference {
     shape: BtbfShape,
     distinct: DistinctModel,
@@ -44,6 +48,41 @@ pub struct BtbfInference {
     escape: f64,
     /// `F(c, 0, B)` for `c = 0..=k`.
     touched_in_block: Vec<f64>,
+}
+
+/// The serialized form of [`BtbfInference`], checked on the way in.
+#[derive(Deserialize)]
+struct InferenceRepr {
+    shape: BtbfShape,
+    distinct: DistinctModel,
+    escape: f64,
+    touched_in_block: Vec<f64>,
+}
+
+impl TryFrom<InferenceRepr> for BtbfInference {
+    type Error = Error;
+    fn try_from(r: InferenceRepr) -> Result<Self> {
+        let s = r.shape;
+        if BtbfShape::new(s.window, s.timers, s.hashes, s.bpt, s.block)? != s {
+            return Err(Error::invalid("shape", "not one BtbfShape::new builds"));
+        }
+        let rebuilt = BtbfInference::new(s, r.distinct);
+        let same = |a: f64, b: f64| a.to_bits() == b.to_bits();
+        let cache_ok = same(rebuilt.escape, r.escape)
+            && rebuilt.touched_in_block.len() == r.touched_in_block.len()
+            && rebuilt
+                .touched_in_block
+                .iter()
+                .zip(&r.touched_in_block)
+                .all(|(&a, &b)| same(a, b));
+        if !cache_ok {
+            return Err(Error::invalid(
+                "cache",
+                "does not match the shape and model it is for",
+            ));
+        }
+        Ok(rebuilt)
+    }
 }
 
 impl BtbfInference {

@@ -36,7 +36,11 @@ pub const ROUNDOFF_LIMIT: f64 = 1e-6;
 /// let old = inf.posterior(&f.observe(&0u64), 1e-3, 100);
 /// assert!(recent > prior && prior > old);
 /// ```
+///
+/// Read back with serde, the hash count must be one a [`Gbf`](super::Gbf) has (1 to 128), the
+/// coefficients those it implies, and `ln q_ε` that of some cell count (finite and negative).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "InferenceRepr")]
 pub struct GbfInference {
     /// `ln q_ε`.
     ln_q: f64,
@@ -46,6 +50,39 @@ pub struct GbfInference {
     coeffs: Vec<f64>,
     /// `C(n, s)`: bounds `|C^s_{d,e}|` and the roundoff of computing it (Vandermonde).
     binom: Vec<Vec<f64>>,
+}
+
+/// The serialized form of [`GbfInference`], checked on the way in.
+#[derive(Deserialize)]
+struct InferenceRepr {
+    ln_q: f64,
+    hashes: u32,
+    coeffs: Vec<f64>,
+    binom: Vec<Vec<f64>>,
+}
+
+impl TryFrom<InferenceRepr> for GbfInference {
+    type Error = Error;
+    fn try_from(r: InferenceRepr) -> Result<Self> {
+        let hashes_ok = (1..=super::gbf::MAX_GBF_HASHES).contains(&r.hashes);
+        if !(hashes_ok && r.ln_q < 0.0 && r.ln_q.is_finite()) {
+            return Err(Error::invalid(
+                "hashes",
+                format!("{} hashes with ln q = {}", r.hashes, r.ln_q),
+            ));
+        }
+        let rebuilt = GbfInference::for_shape(1, r.hashes);
+        if rebuilt.coeffs != r.coeffs || rebuilt.binom != r.binom {
+            return Err(Error::invalid(
+                "coeffs",
+                "do not match the hash count they are for",
+            ));
+        }
+        Ok(GbfInference {
+            ln_q: r.ln_q,
+            ..rebuilt
+        })
+    }
 }
 
 impl GbfInference {
@@ -76,7 +113,8 @@ impl GbfInference {
             }
         }
         GbfInference {
-            ln_q: f64::from(hashes) * (-1.0 / cells.max(1) as f64).ln_1p(),
+            // one cell: q_ε = 0, kept as the most negative finite logarithm so that q_ε^0 = 1
+            ln_q: (f64::from(hashes) * (-1.0 / cells.max(1) as f64).ln_1p()).max(f64::MIN),
             hashes,
             coeffs,
             binom,
@@ -215,6 +253,20 @@ mod tests {
             zeros: d,
             ones: 0,
         }
+    }
+
+    #[test]
+    fn one_cell_gives_finite_posteriors_and_reads_back() {
+        let f = super::super::Gbf::new(1, 0, 1, 0).expect("shape");
+        let inf = GbfInference::new(&f);
+        let p = inf.posterior(&f.observe(&1u64), 0.01, 10);
+        assert!((0.0..=1.0).contains(&p), "{p}");
+        let json = serde_json::to_string(&inf).expect("JSON");
+        assert_eq!(serde_json::from_str::<GbfInference>(&json).ok(), Some(inf));
+        let wrong = GbfInference::for_shape(100, 3);
+        let mut v = serde_json::to_value(&wrong).expect("JSON");
+        v["hashes"] = serde_json::json!(4);
+        assert!(serde_json::from_value::<GbfInference>(v).is_err());
     }
 
     #[test]

@@ -38,7 +38,16 @@ pub trait SampleProbability {
 
 /// The same `p_x` for every item (a uniform stream over `|U|` items has `1 / |U|`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "f64")]
 pub struct ConstantProbability(f64);
+
+/// Read back with serde, `p` is checked as [`ConstantProbability::new`] checks it.
+impl TryFrom<f64> for ConstantProbability {
+    type Error = Error;
+    fn try_from(p: f64) -> Result<Self> {
+        ConstantProbability::new(p)
+    }
+}
 
 impl ConstantProbability {
     /// `p` for every item; `p` must lie in `(0, 1]`.
@@ -68,11 +77,42 @@ impl<F: Fn(KeyHash) -> f64> SampleProbability for FnProbability<F> {
 
 /// `p_x` learned from observed frequencies (paper 004 §6.4.2): `count(x) / total`, with unseen
 /// items given `floor / total` (a pseudo-count, so a never-seen item is not certain to be absent).
+///
+/// Read back with serde, the floor is checked as [`FrequencyTable::new`] checks it and the
+/// counts must add up to the total.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "TableRepr")]
 pub struct FrequencyTable {
     counts: HashMap<u64, u64>,
     total: u64,
     floor: f64,
+}
+
+/// The serialized form of [`FrequencyTable`], checked on the way in.
+#[derive(Deserialize)]
+struct TableRepr {
+    counts: HashMap<u64, u64>,
+    total: u64,
+    floor: f64,
+}
+
+impl TryFrom<TableRepr> for FrequencyTable {
+    type Error = Error;
+    fn try_from(r: TableRepr) -> Result<Self> {
+        let empty = FrequencyTable::new(r.floor)?;
+        let sum = r.counts.values().try_fold(0u64, |s, &c| s.checked_add(c));
+        if sum != Some(r.total) {
+            return Err(Error::invalid(
+                "counts",
+                format!("do not add up to the total {}", r.total),
+            ));
+        }
+        Ok(FrequencyTable {
+            counts: r.counts,
+            total: r.total,
+            ..empty
+        })
+    }
 }
 
 impl FrequencyTable {
@@ -90,8 +130,9 @@ impl FrequencyTable {
 
     /// Counts one occurrence of the item with key hash `hash`.
     pub fn observe(&mut self, hash: KeyHash) {
-        *self.counts.entry(hash.lo).or_insert(0) += 1;
-        self.total += 1;
+        let count = self.counts.entry(hash.lo).or_insert(0);
+        *count = count.saturating_add(1);
+        self.total = self.total.saturating_add(1);
     }
 
     /// Occurrences counted in all.

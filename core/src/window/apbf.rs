@@ -229,7 +229,7 @@ impl Apbf {
         self.newest = self.physical(self.slices.len() - 1);
         self.slices[self.newest] = Bits::new(self.slice_bits());
         self.count = 0;
-        self.shifts += 1;
+        self.shifts = self.shifts.saturating_add(1);
     }
 
     fn observe(&mut self, now: Tick) -> Result<()> {

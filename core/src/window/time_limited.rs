@@ -511,11 +511,11 @@ impl WindowFilter for TimeLimitedBloomFilter {
         for s in self.slices.iter_mut().take(self.params.k() as usize) {
             s.bits
                 .set(position(hash, u64::from(s.hash_index), s.modulus));
-            s.inserted += 1;
+            s.inserted = s.inserted.saturating_add(1);
             s.stamp = Some(now);
         }
         if let Some(s) = self.slices.front_mut() {
-            s.head += 1;
+            s.head = s.head.saturating_add(1);
         }
         self.counter -= 1;
         Ok(())
@@ -549,8 +549,7 @@ impl WindowFilter for TimeLimitedBloomFilter {
         self.slices
             .iter()
             .filter(|s| !s.expired(now, self.span))
-            .map(|s| s.head)
-            .sum()
+            .fold(0u64, |n, s| n.saturating_add(s.head))
     }
 }
 

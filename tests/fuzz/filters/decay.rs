@@ -3,8 +3,12 @@
 
 use super::{Exercise, KEYS};
 use chronobloom::core::decay::baselines::SimpleBuffer;
-use chronobloom::core::decay::prior::DistinctModel;
-use chronobloom::core::decay::{Btbf, BtbfInference, BtbfShape, Gbf, GbfInference, TimerArray};
+use chronobloom::core::decay::prior::{
+    ConstantProbability, DistinctModel, FrequencyTable, SampleProbability,
+};
+use chronobloom::core::decay::{
+    Btbf, BtbfInference, BtbfShape, Gbf, GbfInference, GbfObservation, TimerArray,
+};
 use chronobloom::core::hash::KeyHash;
 
 impl Exercise for Btbf {
@@ -120,6 +124,88 @@ impl Exercise for DistinctModel {
         for j in [0.0, 0.5, 1.0, 2.0, 77.0, 1e6, 1e300, f64::INFINITY] {
             let d = self.distinct(j);
             assert!((0.0..=j).contains(&d), "D({j}) = {d}");
+        }
+    }
+}
+
+impl Exercise for ConstantProbability {
+    fn samples() -> Vec<Self> {
+        vec![ConstantProbability::new(0.001).expect("valid")]
+    }
+
+    fn exercise(&mut self) {
+        let p = self.p_x(KeyHash::of(&1u64, 0));
+        assert!(p > 0.0 && p <= 1.0, "p_x {p}");
+    }
+}
+
+impl Exercise for FrequencyTable {
+    fn samples() -> Vec<Self> {
+        let mut t = FrequencyTable::new(0.5).expect("valid");
+        (0..20u64).for_each(|k| t.observe(KeyHash::of(&(k % 7), 0)));
+        vec![t, FrequencyTable::new(1.0).expect("valid")]
+    }
+
+    fn exercise(&mut self) {
+        for k in KEYS {
+            self.observe(KeyHash::of(&k, 0));
+            let p = self.p_x(KeyHash::of(&k, 0));
+            assert!(p > 0.0 && p <= 1.0, "p_x {p}");
+        }
+        let _ = self.total();
+    }
+
+    fn same(a: &Self, b: &Self) -> bool {
+        a == b
+    }
+}
+
+impl Exercise for BtbfInference {
+    fn samples() -> Vec<Self> {
+        let shape = BtbfShape::for_bits(100, 1_000, 4).expect("valid shape");
+        vec![
+            BtbfInference::new(shape, DistinctModel::Identity),
+            BtbfInference::new(shape, DistinctModel::uniform(500).expect("valid")),
+        ]
+    }
+
+    /// Posteriors of a filter of the cache's shape lie in [0, 1].
+    fn exercise(&mut self) {
+        let Ok(mut f) = Btbf::new(*self.shape(), 5) else {
+            panic!("an accepted cache's shape builds no filter")
+        };
+        for k in KEYS {
+            f.insert(&k);
+            let obs = f.observe(&k);
+            for p in [1e-6, 0.01, 0.5] {
+                let post = self.posterior(&obs, p);
+                assert!((0.0..=1.0).contains(&post), "posterior {post}");
+                let _ = self.posterior_with(&obs, &self.item(p));
+            }
+        }
+    }
+}
+
+impl Exercise for GbfInference {
+    fn samples() -> Vec<Self> {
+        let f = Gbf::new(1_000, 2, 3, 7).expect("valid");
+        vec![GbfInference::new(&f), GbfInference::for_shape(64, 1)]
+    }
+
+    /// Posteriors of one-cell observations (a GBF has at least one hash) lie in [0, 1].
+    fn exercise(&mut self) {
+        for (zero, one) in [(1, 0), (0, 1)] {
+            for intact in [0, 1] {
+                let obs = GbfObservation {
+                    zero_cells: zero,
+                    one_cells: one,
+                    zeros: zero * intact,
+                    ones: one * intact,
+                };
+                let p = self.posterior(&obs, 0.01, 50);
+                assert!((0.0..=1.0).contains(&p), "posterior {p}");
+                let _ = self.posterior_closed_form(&obs, 0.01, 50);
+            }
         }
     }
 }
