@@ -10,7 +10,8 @@
 #   MINUTES      length of the stream and of the run (default 30)
 #   RATE         records per second (default 100000)
 #   WORKERS      timely workers (default 2)
-#   WARMUP       seconds of warm-up left out of the check (default 180: three 60 s windows)
+#   WARMUP       seconds of warm-up left out of the check (default 300: five 60 s windows, the
+#                time the compact dedup tables took to reach the stream's window population)
 #   INTERVAL     seconds between memory samples (default 10)
 #   TOLERANCE    allowed deviation from the mean after warm-up, percent (default 5)
 #   SOAK_ARGS    extra trace_dedup flags
@@ -23,7 +24,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MINUTES="${MINUTES:-30}"
 RATE="${RATE:-100000}"
 WORKERS="${WORKERS:-2}"
-WARMUP="${WARMUP:-180}"
+WARMUP="${WARMUP:-300}"
 INTERVAL="${INTERVAL:-10}"
 TOLERANCE="${TOLERANCE:-5}"
 SOAK_DIR="${SOAK_DIR:-$ROOT/target/soak}"
