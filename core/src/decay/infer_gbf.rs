@@ -38,7 +38,8 @@ pub const ROUNDOFF_LIMIT: f64 = 1e-6;
 /// ```
 ///
 /// Read back with serde, the hash count must be one a [`Gbf`](super::Gbf) has (1 to 128), the
-/// coefficients those it implies, and `ln q_ε` that of some cell count (finite and negative).
+/// coefficients those it implies, and `ln q_ε` that of some cell count (finite, and at most
+/// that of `u64::MAX` cells).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "InferenceRepr")]
 pub struct GbfInference {
@@ -65,7 +66,9 @@ impl TryFrom<InferenceRepr> for GbfInference {
     type Error = Error;
     fn try_from(r: InferenceRepr) -> Result<Self> {
         let hashes_ok = (1..=super::gbf::MAX_GBF_HASHES).contains(&r.hashes);
-        if !(hashes_ok && r.ln_q < 0.0 && r.ln_q.is_finite()) {
+        // no more cells than u64 counts: ln q at most that of u64::MAX cells
+        let most = f64::from(r.hashes) * (-1.0 / u64::MAX as f64).ln_1p();
+        if !(hashes_ok && r.ln_q <= most && r.ln_q.is_finite()) {
             return Err(Error::invalid(
                 "hashes",
                 format!("{} hashes with ln q = {}", r.hashes, r.ln_q),
