@@ -132,6 +132,10 @@ fn run(
             r_in.advance_to(b);
             q_in.advance_to(b);
             worker.step_while(|| probe.less_than(&b));
+            // `Local`: the peers' view deltas of the last epoch arrive at the boundary
+            while dedup_h.snapshot(b).is_err() {
+                worker.step();
+            }
             let header = |part: &str| Header {
                 part: part.into(),
                 worker: me as u32,

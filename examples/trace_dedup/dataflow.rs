@@ -291,6 +291,12 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 if let (Some(c), Some(b)) = (ckpt, next_ckpt.filter(|&b| t >= b)) {
                     // A barrier: every record before `t` decided, indexed and reported.
                     worker.step_while(|| probe.less_than(&t));
+                    // `Local`: the peers' view deltas of the last epoch arrive at `t`
+                    let mut tries = 0;
+                    while tries < 100_000 && handles.0.snapshot(t).is_err() {
+                        worker.step();
+                        tries += 1;
+                    }
                     let parts = Parts {
                         dedup: &handles.0,
                         index: &handles.1,

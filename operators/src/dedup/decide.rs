@@ -65,6 +65,8 @@ pub(super) struct DecideState<D> {
     unplaced: u64,
     /// Open epochs of a restored checkpoint, reopened when the operator is built.
     carried: Vec<(u64, DedupStats, u64)>,
+    /// The view deltas' frontier at the last activation (`u64::MAX` once empty).
+    pub delta_frontier: u64,
 }
 
 /// Records whose cache lines are requested ahead of the one being decided.
@@ -98,6 +100,7 @@ impl<D: ExchangeData> DecideState<D> {
             last_epoch_len: 0,
             unplaced: 0,
             carried: Vec::new(),
+            delta_frontier: 0,
         }
     }
 
@@ -434,6 +437,13 @@ impl<D: ExchangeData> DecideState<D> {
         }
         // Epochs at or after the boundary may be open with the bytes of view deltas received
         // for them (`Local`); their statistics are carried over.
+        if self.view.is_some() && self.delta_frontier <= boundary {
+            return Err(CheckpointError::NotQuiescent {
+                operator: "dedup",
+                boundary,
+                reason: "view deltas up to the boundary may still be in flight".into(),
+            });
+        }
         let first = self.config.epoch_of(boundary);
         if let Some(&e) = self.epochs.keys().next().filter(|&&e| e < first) {
             return Err(held("statistics", Some(e)));

@@ -326,6 +326,7 @@ fn build<'scope, D: ExchangeData>(
         move |frontiers| {
             let mut state = shared.borrow_mut();
             let (r_frontier, d_frontier) = (&frontiers[0], &frontiers[1]);
+            state.delta_frontier = d_frontier.frontier().first().copied().unwrap_or(u64::MAX);
             let mut passed_out = passed_out.activate();
             let mut side_out = side_out.activate();
             let (pass_port, side_port) = (passed_out.output_index(), side_out.output_index());

@@ -39,7 +39,9 @@ pub struct DedupCheckpoint {
 
 impl DedupCheckpoint {
     /// The operator's state at `boundary`: call it once the worker's probe has passed
-    /// `boundary` and no record at or after it was sent; refused otherwise.
+    /// `boundary` and no record at or after it was sent; refused otherwise, and (`Local`) while
+    /// other workers' view deltas up to the boundary may be in flight: step the worker and ask
+    /// again.
     pub fn snapshot(&self, boundary: Tick) -> Result<DedupSnapshot, CheckpointError> {
         (self.export)(boundary)
     }
