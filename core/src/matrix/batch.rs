@@ -13,8 +13,11 @@
 //! Both give exactly the answers of [`MatrixBloom::contains`] (the tests compare them).
 
 use super::filter::MatrixBloom;
+use super::lanes::Fixed;
 use super::probe::{ColProbe, RowProbe};
+use super::shape::MAX_SIDE_HASHES;
 use crate::hash::Key;
+use crate::prefetch::prefetch;
 
 /// A mask pays when building it costs at most this many words read per tuple of the batch: the
 /// mask's words are read in sequence, the direct tests hit random lines. A judgement, not a tuned
@@ -27,6 +30,14 @@ const MASK_WORDS_PER_TUPLE: u64 = 8;
 /// `benches/matrix.rs` on a 3067 × 3136 matrix, `k = 2 × 3`: 1,000 keys took 40 µs directly and
 /// 60 µs through the mask).
 const COL_MASK_TESTS_PER_TUPLE: u64 = 3;
+
+const SIDES: usize = MAX_SIDE_HASHES as usize;
+
+/// Column positions of the first values of a masked batch, hashed while the rows load.
+const HASHED_AHEAD: usize = 64;
+
+/// Row masks up to this many words live on the stack.
+const STACK_MASK_WORDS: usize = 64;
 
 impl MatrixBloom {
     /// "Which of `values` were inserted with `a`?" — `a` is hashed once.
@@ -41,17 +52,43 @@ impl MatrixBloom {
     pub fn contains_values<A: Key + ?Sized, B: Key>(&self, a: &A, values: &[B]) -> Vec<bool> {
         let rows = self.geometry.rows_of(a);
         if self.row_mask_pays(values.len()) {
-            let mut mask = Vec::new();
-            self.row_mask(&rows, &mut mask);
-            values
-                .iter()
-                .map(|b| mask_has_all(&mask, self.geometry.col_indices(b)))
-                .collect()
+            // The rows' lines load while the first values are hashed.
+            self.prefetch_rows(&rows);
+            let k2 = self.geometry.col_hashes as usize;
+            let mut first = [0u64; HASHED_AHEAD];
+            let ahead = values.len().min(HASHED_AHEAD / k2);
+            for (slot, b) in first.chunks_exact_mut(k2).zip(&values[..ahead]) {
+                fill(slot, self.geometry.col_indices(b));
+            }
+            let words = (self.geometry.stride / 64) as usize;
+            let (mut stack, mut heap) = ([u64::MAX; STACK_MASK_WORDS], Vec::new());
+            let mask = if words <= STACK_MASK_WORDS {
+                &mut stack[..words]
+            } else {
+                heap.resize(words, u64::MAX);
+                &mut heap[..]
+            };
+            self.and_rows(&rows, mask);
+            let mask = &*mask;
+            let mut out = Vec::with_capacity(values.len());
+            out.extend(
+                first
+                    .chunks_exact(k2)
+                    .take(ahead)
+                    .map(|cols| mask_has_all(mask, cols.iter().copied())),
+            );
+            out.extend(
+                values[ahead..]
+                    .iter()
+                    .map(|b| mask_has_all(mask, self.geometry.col_indices(b))),
+            );
+            out
         } else {
-            values
-                .iter()
-                .map(|b| self.has_cols(&rows, self.geometry.col_indices(b)))
-                .collect()
+            let mut row_words = [0; SIDES];
+            let k1 = fill(&mut row_words, rows.offsets().iter().map(|&o| o / 64));
+            self.test_batch(values, Fixed::Rows(&row_words[..k1]), |b, slot| {
+                fill(slot, self.geometry.col_indices(b))
+            })
         }
     }
 
@@ -66,15 +103,20 @@ impl MatrixBloom {
     /// ```
     pub fn contains_keys<A: Key, B: Key + ?Sized>(&self, keys: &[A], b: &B) -> Vec<bool> {
         let cols = self.geometry.cols_of(b);
-        let rows = keys.iter().map(|a| self.geometry.row_indices(a));
         if self.col_mask_pays(keys.len()) {
             let mask = self.col_mask(&cols);
-            rows.map(|mut r| mask_has_all(&mask, &mut r)).collect()
-        } else {
-            let stride = self.geometry.stride;
-            rows.map(|mut r| r.all(|i| cols.cols().iter().all(|&c| self.bits.test(i * stride + c))))
-                .collect()
+            return keys
+                .iter()
+                .map(|a| mask_has_all(&mask, self.geometry.row_indices(a)))
+                .collect();
         }
+        let words_per_row = self.geometry.stride / 64;
+        self.test_batch(keys, Fixed::Cols(cols.cols()), |a, slot| {
+            fill(
+                slot,
+                self.geometry.row_indices(a).map(|r| r * words_per_row),
+            )
+        })
     }
 
     /// The cross product: entry `i · values.len() + j` answers `(keys[i], values[j])`. Each key
@@ -128,15 +170,30 @@ impl MatrixBloom {
             <= COL_MASK_TESTS_PER_TUPLE * u64::from(s.row_hashes) * batch as u64
     }
 
-    /// The AND of the rows in `rows`, word by word, into `mask` (`m2` bits, whole words).
-    pub(crate) fn row_mask(&self, rows: &RowProbe, mask: &mut Vec<u64>) {
-        let words = (self.geometry.stride / 64) as usize;
-        let all = self.bits.words();
-        mask.clear();
-        mask.resize(words, u64::MAX);
+    /// Starts loading every line of the rows in `rows`.
+    fn prefetch_rows(&self, rows: &RowProbe) {
+        let (all, words) = (self.bits.words(), (self.geometry.stride / 64) as usize);
         for &r in rows.offsets() {
             let first = (r / 64) as usize;
-            if let Some(row) = all.get(first..first + words) {
+            for w in (first..first + words).step_by(8) {
+                prefetch(all, w);
+            }
+        }
+    }
+
+    /// The AND of the rows in `rows`, word by word, into `mask` (`m2` bits, whole words).
+    pub(crate) fn row_mask(&self, rows: &RowProbe, mask: &mut Vec<u64>) {
+        mask.clear();
+        mask.resize((self.geometry.stride / 64) as usize, u64::MAX);
+        self.and_rows(rows, mask);
+    }
+
+    /// ANDs the rows in `rows` into `mask` (one row's words long), word by word.
+    fn and_rows(&self, rows: &RowProbe, mask: &mut [u64]) {
+        let all = self.bits.words();
+        for &r in rows.offsets() {
+            let first = (r / 64) as usize;
+            if let Some(row) = all.get(first..first + mask.len()) {
                 for (m, &w) in mask.iter_mut().zip(row) {
                     *m &= w;
                 }
@@ -166,10 +223,23 @@ impl MatrixBloom {
 }
 
 /// Whether every bit of `indices` is set in `mask` (indices below the mask's length in bits).
+/// Every index is tested, without an early exit: the mask is in L1, and a branch per bit of a
+/// half-full mask would be mispredicted every other time.
 #[inline]
-pub(crate) fn mask_has_all(mask: &[u64], mut indices: impl Iterator<Item = u64>) -> bool {
-    indices.all(|i| {
-        mask.get((i / 64) as usize)
-            .is_some_and(|w| w >> (i % 64) & 1 == 1)
-    })
+pub(crate) fn mask_has_all(mask: &[u64], indices: impl Iterator<Item = u64>) -> bool {
+    indices.fold(1u64, |acc, i| {
+        acc & mask.get((i / 64) as usize).map_or(0, |w| w >> (i % 64))
+    }) & 1
+        == 1
+}
+
+/// Writes `items` into the front of `slots`; returns how many were written.
+#[inline]
+fn fill<T>(slots: &mut [T], items: impl Iterator<Item = T>) -> usize {
+    let mut n = 0;
+    for (slot, item) in slots.iter_mut().zip(items) {
+        *slot = item;
+        n += 1;
+    }
+    n
 }

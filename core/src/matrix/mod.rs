@@ -40,6 +40,7 @@
 
 mod batch;
 mod filter;
+mod lanes;
 mod layout;
 mod probe;
 mod shape;

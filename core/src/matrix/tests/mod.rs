@@ -120,6 +120,34 @@ fn masked_and_direct_batches_agree() {
         .all(|t| found[usize::from(t.1)]));
 }
 
+/// Batches tested in lanes a chunk at a time (fewer lanes per chunk for many hashes, a partial
+/// last chunk, one chunk alone) agree with single queries, present tuples included.
+#[test]
+fn lane_chunks_agree_for_any_hash_count() {
+    for (k1, k2) in [(1, 1), (16, 3), (3, 16), (16, 16), (5, 7)] {
+        let mut m = MatrixBloom::new(shape(700, 900, 1, (k1, k2)), 3).expect("valid shape");
+        let tuples: BTreeSet<(u16, u16)> = (0..400u16).map(|i| (i % 61, i * 3)).collect();
+        for &(a, b) in &tuples {
+            m.insert(&a, &b);
+        }
+        for batch in [1usize, 2, 3, 4, 5, 15, 16, 17, 33, 64, 65] {
+            let values: Vec<u16> = (0..batch as u16).map(|v| v * 3).collect();
+            for a in 0..70u16 {
+                let want: Vec<bool> = values.iter().map(|b| m.contains(&a, b)).collect();
+                assert_eq!(m.contains_values(&a, &values), want, "k {k1}×{k2}, key {a}");
+            }
+            let keys: Vec<u16> = (0..batch as u16).collect();
+            for b in (0..1_200u16).step_by(29) {
+                let want: Vec<bool> = keys.iter().map(|a| m.contains(a, &b)).collect();
+                assert_eq!(m.contains_keys(&keys, &b), want, "k {k1}×{k2}, value {b}");
+            }
+        }
+        for &(a, b) in &tuples {
+            assert!(m.contains_keys(&[a, a ^ 1, a], &b)[0]);
+        }
+    }
+}
+
 #[test]
 fn union_holds_both_and_refuses_other_shapes() {
     let s = shape(64, 128, 1, (2, 3));
