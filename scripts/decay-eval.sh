@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Paper 004 §6 on this repo's filters: runs examples/decay_eval on the uniform and Zipf streams and
-# on the source IPs (and, as a more diverse real stream, the 5-tuples) of data/real.pcap, writes
+# Paper 004 §6 on this repo's filters: runs examples/decay_eval on the uniform and Zipf streams, on
+# the source IPs of both real captures (data/icmp_ttl.pcap: 924 addresses; data/real.pcap: 19)
+# and, as a more diverse real stream, the 5-tuples of data/real.pcap, writes
 # one JSON report per run to OUT_DIR, and prints a Markdown table per run (the tables of
 # docs/decay.md).
 #
-#   scripts/fetch-traces.sh     # once: data/real.pcap (GPL data, never committed)
+#   scripts/fetch-traces.sh     # once: data/real.pcap, data/icmp_ttl.pcap (GPL data, never committed)
 #   scripts/decay-eval.sh
 #
 # Environment:
@@ -23,7 +24,8 @@ mkdir -p "${OUT_DIR}"
 cd "${ROOT}"
 
 command -v jq >/dev/null || { echo "decay-eval: jq is required for the tables" >&2; exit 1; }
-[[ -f data/real.pcap ]] || { echo "decay-eval: run scripts/fetch-traces.sh first" >&2; exit 1; }
+[[ -f data/real.pcap && -f data/icmp_ttl.pcap ]] ||
+  { echo "decay-eval: run scripts/fetch-traces.sh first" >&2; exit 1; }
 
 cargo build --release --example decay_eval --example trace_keys
 bin="${ROOT}/target/release/examples"
@@ -31,6 +33,7 @@ bin="${ROOT}/target/release/examples"
 # one line per IP packet: `tick,source address` and `tick,5-tuple`
 "${bin}/trace_keys" data/real.pcap src > "${OUT_DIR}/real_src.csv"
 "${bin}/trace_keys" data/real.pcap 5tuple > "${OUT_DIR}/real_5tuple.csv"
+"${bin}/trace_keys" data/icmp_ttl.pcap src > "${OUT_DIR}/icmp_src.csv"
 
 common=(--bits-per-item "${BPI}" --seed "${SEED}" --json)
 run() {
@@ -44,8 +47,10 @@ run zipf --stream zipf --universe 65536 --window 2048 --queries "${QUERIES}" --w
 run real_src_w16 --data "${OUT_DIR}/real_src.csv" --window 16 --warm 8192
 run real_src_w256 --data "${OUT_DIR}/real_src.csv" --window 256 --warm 8192
 run real_5tuple_w256 --data "${OUT_DIR}/real_5tuple.csv" --window 256 --warm 8192
+run icmp_src_w16 --data "${OUT_DIR}/icmp_src.csv" --window 16 --warm 1024
+run icmp_src_w256 --data "${OUT_DIR}/icmp_src.csv" --window 256 --warm 1024
 
-for name in uniform zipf real_src_w16 real_src_w256 real_5tuple_w256; do
+for name in uniform zipf real_src_w16 real_src_w256 real_5tuple_w256 icmp_src_w16 icmp_src_w256; do
   jq -r '
     def r3: if . == null then "-" else (. * 1000 | round / 1000) end;
     def row($f): .rows[] | select(.filter == $f);
