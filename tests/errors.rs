@@ -2171,9 +2171,11 @@ fn r03_negative_differences_reported() {
 // ---------------------------------------------------------------- K: checkpoints and peers
 
 mod checkpoints {
-    use super::{binary, run};
+    use super::{binary, run, OpError};
+    use chronobloom::core::temporal::TimeRange;
     use chronobloom::operators::checkpoint::{decode, encode, CheckpointError, Header};
     use chronobloom::operators::timely;
+    use chronobloom::operators::{Allocator, AllocatorConfig, AllocatorSnapshot, Lag};
     use chronobloom::operators::{DedupConfig, DedupSnapshot, IndexSnapshot, TimedDedup};
     use std::path::{Path, PathBuf};
     use std::process::Command;
@@ -2487,6 +2489,61 @@ mod checkpoints {
         assert!(
             e.to_string()
                 .starts_with("checkpointed state of dedup cannot be restored: "),
+            "{e}"
+        );
+    }
+
+    /// A one-worker allocator's snapshot at tick 250, after records in partitions 0 to 2.
+    fn allocator_snapshot() -> AllocatorSnapshot {
+        timely::execute_directly(|worker| {
+            let probe = ProbeHandle::new();
+            let cfg = super::index().partitions(4).build().unwrap();
+            let (mut records, mut queries, handle) = worker.dataflow::<u64, _, _>(|scope| {
+                let (r_in, recs) = scope.new_input::<Vec<u64>>();
+                let (q_in, qs) = scope.new_input::<Vec<(u64, TimeRange)>>();
+                let (streams, handle) = recs
+                    .allocator_resumable(qs, &cfg, &AllocatorConfig::new(Lag::Simple), None)
+                    .unwrap();
+                streams.allocations.probe_with(&probe);
+                (r_in, q_in, handle)
+            });
+            for t in 0..250u64 {
+                records.advance_to(t);
+                queries.advance_to(t);
+                records.send(t % 37);
+            }
+            records.advance_to(250);
+            queries.advance_to(250);
+            worker.step_while(|| probe.less_than(&250));
+            handle.snapshot(250).unwrap()
+        })
+    }
+
+    #[test]
+    fn k16_allocator_snapshot_of_another_shape_refused() {
+        let snap = allocator_snapshot();
+        let e = timely::execute_directly(move |worker| {
+            let cfg = super::index().partitions(4).build().unwrap();
+            let other = AllocatorConfig::new(Lag::Simple).with_bitmaps(16);
+            worker.dataflow::<u64, _, _>(|scope| {
+                let (_r, recs) = scope.new_input::<Vec<u64>>();
+                let (_q, qs) = scope.new_input::<Vec<(u64, TimeRange)>>();
+                recs.allocator_resumable(qs, &cfg, &other, Some(snap))
+                    .map(|_| ())
+            })
+        })
+        .unwrap_err();
+        assert!(matches!(
+            e,
+            OpError::Config {
+                config: "allocator",
+                name: "restore",
+                ..
+            }
+        ));
+        assert!(
+            e.to_string()
+                .starts_with("invalid allocator configuration `restore`: partition 2's sketch: "),
             "{e}"
         );
     }

@@ -50,8 +50,8 @@ pub use membership::{
     TimedWindowMembership,
 };
 pub use sketches::{
-    AllocationReport, AllocationSource, Allocator, AllocatorConfig, AllocatorStreams, Lag,
-    PartitionSketch, SketchStats,
+    AllocationReport, AllocationSource, Allocator, AllocatorCheckpoint, AllocatorConfig,
+    AllocatorSnapshot, AllocatorStreams, Lag, PartitionSketch, SketchStats,
 };
 pub use timed::{AtTicks, Timed};
 /// The Timely Dataflow version these operators are built on.

@@ -2,11 +2,12 @@
 //! payloads, seeded with real checkpoints of a small dataflow.
 
 use super::harness::Outcome;
+use chronobloom::core::temporal::TimeRange;
 use chronobloom::operators::checkpoint::{decode, encode, Header};
 use chronobloom::operators::timely;
 use chronobloom::operators::{
-    DedupConfig, DedupMode, DedupSnapshot, IndexConfig, IndexSnapshot, TimedDedup,
-    TimedTemporalIndex,
+    Allocator, AllocatorConfig, AllocatorSnapshot, DedupConfig, DedupMode, DedupSnapshot,
+    IndexConfig, IndexSnapshot, Lag, TimedDedup, TimedTemporalIndex,
 };
 use std::path::Path;
 use std::sync::OnceLock;
@@ -62,7 +63,7 @@ fn restore(dedup: Option<DedupSnapshot>, index: Option<IndexSnapshot>) -> Outcom
         for t in 30..60u64 {
             r_in.send((t, t % 5));
         }
-        let range = chronobloom::core::temporal::TimeRange::new(0, 59).expect("valid range");
+        let range = TimeRange::new(0, 59).expect("valid range");
         q_in.advance_to(60);
         q_in.send((3u64, range));
         drop((r_in, q_in));
@@ -158,5 +159,76 @@ pub fn index(bytes: &[u8]) -> Outcome {
     match IndexSnapshot::from_bytes(bytes) {
         Ok(s) => restore(None, Some(s)),
         Err(_) => Outcome::Rejected,
+    }
+}
+
+/// The allocator over the index configuration of the seeds, restored from `restore` (or fresh),
+/// fed records from `from` with a query per ten ticks, up to `stop` (with its snapshot payload
+/// there) or tick 200; `None` when the snapshot is refused.
+fn allocator_run(
+    restore: Option<AllocatorSnapshot>,
+    from: u64,
+    stop: Option<u64>,
+) -> Option<Option<Vec<u8>>> {
+    timely::execute_directly(move |worker| {
+        let (_, index) = configs();
+        let probe = ProbeHandle::new();
+        let built = worker.dataflow::<u64, _, _>(|scope| {
+            let (r_in, recs) = scope.new_input::<Vec<u64>>();
+            let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
+            let allocator = AllocatorConfig::new(Lag::Simple).with_bitmaps(8);
+            let (streams, handle) = recs
+                .allocator_resumable(queries, &index, &allocator, restore)
+                .ok()?;
+            streams.allocations.probe_with(&probe);
+            streams.sketches.probe_with(&probe);
+            Some((r_in, q_in, handle))
+        });
+        let (mut r_in, mut q_in, handle) = built?;
+        let to = stop.unwrap_or(200);
+        r_in.advance_to(from);
+        q_in.advance_to(from);
+        for t in from..to {
+            r_in.advance_to(t);
+            q_in.advance_to(t);
+            r_in.send(t % 13);
+            if t % 10 == 0 {
+                q_in.send((
+                    t % 7,
+                    TimeRange::new(t.saturating_sub(20), t).expect("valid range"),
+                ));
+            }
+        }
+        r_in.advance_to(to);
+        q_in.advance_to(to);
+        worker.step_while(|| probe.less_than(&to));
+        let bytes = stop.and_then(|s| handle.snapshot(s).and_then(|x| x.to_bytes()).ok());
+        drop((r_in, q_in));
+        worker.step_while(|| !probe.done());
+        Some(bytes)
+    })
+}
+
+/// Valid allocator snapshot payloads (partition 0 open at tick 30, then partition 1 at 130).
+pub fn allocator_payloads() -> Vec<Vec<u8>> {
+    [30, 130]
+        .into_iter()
+        .map(|stop| {
+            allocator_run(None, 0, Some(stop))
+                .flatten()
+                .expect("allocator snapshot")
+        })
+        .collect()
+}
+
+/// An allocator snapshot payload, restored and run on when it decodes.
+pub fn allocator(bytes: &[u8]) -> Outcome {
+    let Ok(snapshot) = AllocatorSnapshot::from_bytes(bytes) else {
+        return Outcome::Rejected;
+    };
+    let from = snapshot.boundary.min(200);
+    match allocator_run(Some(snapshot), from, None) {
+        Some(_) => Outcome::Accepted,
+        None => Outcome::Rejected,
     }
 }

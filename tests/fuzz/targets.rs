@@ -70,6 +70,11 @@ pub fn all() -> Vec<Target> {
             checkpoints::index_payloads,
             checkpoints::index,
         ),
+        Target::new(
+            "allocator-snapshot",
+            checkpoints::allocator_payloads,
+            checkpoints::allocator,
+        ),
     ]
 }
 

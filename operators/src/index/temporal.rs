@@ -14,7 +14,7 @@ use crate::timed::Timed;
 use chronobloom_core::hash::Key;
 use chronobloom_core::temporal::{Allocation, Tick, TimeRange};
 use timely::dataflow::operators::generic::operator::empty;
-use timely::dataflow::operators::vec::Map;
+use timely::dataflow::operators::vec::{Broadcast, Map};
 use timely::dataflow::StreamVec;
 use timely::ExchangeData;
 
@@ -127,6 +127,17 @@ pub trait TimedTemporalIndex<'scope> {
         config: &IndexConfig,
         restore: Option<IndexSnapshot>,
     ) -> Result<(IndexStreams<'scope, Q>, IndexCheckpoint), CheckpointError>;
+
+    /// [`Self::temporal_index_timed_resumable`] with announced allocations (the allocator's,
+    /// itself resumed from the same checkpoint: [`crate::Allocator::allocator_resumable`]).
+    #[allow(clippy::type_complexity)]
+    fn temporal_index_timed_with_allocations_resumable<Q: Key + ExchangeData + Clone>(
+        self,
+        queries: StreamVec<'scope, u64, (Q, TimeRange)>,
+        allocations: StreamVec<'scope, u64, (u64, Allocation)>,
+        config: &IndexConfig,
+        restore: Option<IndexSnapshot>,
+    ) -> Result<(IndexStreams<'scope, Q>, IndexCheckpoint), CheckpointError>;
 }
 
 impl<'scope, K: Key + 'static> TimedTemporalIndex<'scope> for StreamVec<'scope, u64, (Tick, K)> {
@@ -159,25 +170,41 @@ impl<'scope, K: Key + 'static> TimedTemporalIndex<'scope> for StreamVec<'scope, 
         config: &IndexConfig,
         restore: Option<IndexSnapshot>,
     ) -> Result<(IndexStreams<'scope, Q>, IndexCheckpoint), CheckpointError> {
-        let scope = self.scope();
-        let cells = cells(scope.index(), scope.peers(), config, restore)?;
-        let none = empty(scope);
-        let shipments = local::build(self, none, cells.local.clone());
-        let merge = (cells.merged.clone(), cells.digest.clone());
-        let events = merge_and_query_with(shipments, queries, config, merge);
-        Ok((split(events), IndexCheckpoint { cells }))
+        resumable(self, queries, None, config, restore)
+    }
+
+    fn temporal_index_timed_with_allocations_resumable<Q: Key + ExchangeData + Clone>(
+        self,
+        queries: StreamVec<'scope, u64, (Q, TimeRange)>,
+        allocations: StreamVec<'scope, u64, (u64, Allocation)>,
+        config: &IndexConfig,
+        restore: Option<IndexSnapshot>,
+    ) -> Result<(IndexStreams<'scope, Q>, IndexCheckpoint), CheckpointError> {
+        resumable(self, queries, Some(allocations), config, restore)
     }
 }
 
-/// The resumable index's state for this worker, fresh or restored.
-fn cells(
-    scope_index: usize,
-    peers: usize,
+/// The resumable index, with announced allocations when `allocations` is given.
+#[allow(clippy::type_complexity)]
+fn resumable<'scope, K: Key + 'static, Q: Key + ExchangeData + Clone>(
+    records: StreamVec<'scope, u64, (Tick, K)>,
+    queries: StreamVec<'scope, u64, (Q, TimeRange)>,
+    allocations: Option<StreamVec<'scope, u64, (u64, Allocation)>>,
     config: &IndexConfig,
     restore: Option<IndexSnapshot>,
-) -> Result<IndexCells, CheckpointError> {
-    let local = LocalState::new(config.clone(), scope_index, peers, false);
-    IndexCells::new(local, fresh_merged(config, scope_index, peers), restore)
+) -> Result<(IndexStreams<'scope, Q>, IndexCheckpoint), CheckpointError> {
+    let scope = records.scope();
+    let (me, peers) = (scope.index(), scope.peers());
+    let local = LocalState::new(config.clone(), me, peers, allocations.is_some());
+    let cells = IndexCells::new(local, fresh_merged(config, me, peers), restore)?;
+    let allocations = match allocations {
+        Some(announced) => announced.broadcast(),
+        None => empty(scope),
+    };
+    let shipments = local::build(records, allocations, cells.local.clone());
+    let merge = (cells.merged.clone(), cells.digest.clone());
+    let events = merge_and_query_with(shipments, queries, config, merge);
+    Ok((split(events), IndexCheckpoint { cells }))
 }
 
 /// Splits the merge's events into typed streams.

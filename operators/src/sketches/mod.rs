@@ -35,11 +35,14 @@ use crate::index::config::IndexConfig;
 use chronobloom_core::alloc::{FilterStats, Strategy, DEFAULT_K_MAX};
 use chronobloom_core::bloom::MAX_HASHES;
 use chronobloom_core::hash::{Key, KeyHash};
-use chronobloom_core::sketch::FmSketch;
-use chronobloom_core::temporal::{dyadic_cover, Allocation, Tick, TimeRange};
+use chronobloom_core::temporal::{Allocation, Tick, TimeRange};
+use resume::SolverState;
+pub use resume::{AllocatorCheckpoint, AllocatorSnapshot};
 use serde::{Deserialize, Serialize};
 use solve::solve;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::{Broadcast, Map};
@@ -47,7 +50,11 @@ use timely::dataflow::operators::Capability;
 use timely::dataflow::StreamVec;
 use timely::progress::frontier::MutableAntichain;
 
+mod partition;
+mod resume;
 mod solve;
+
+pub use partition::PartitionSketch;
 
 /// Which earlier partition a partition's allocation is learned from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -132,148 +139,6 @@ impl AllocatorConfig {
     /// How learned statistics become an allocation.
     pub fn strategy(&self) -> Strategy {
         self.strategy
-    }
-}
-
-/// What one partition taught one worker (or, merged, all of them): an FM sketch of the distinct
-/// (key, bucket) pairs of every level and exact probe counts per level.
-///
-/// ```
-/// use chronobloom_core::hash::KeyHash;
-/// use chronobloom_core::temporal::TimeRange;
-/// use chronobloom_operators::PartitionSketch;
-/// let mut a = PartitionSketch::new(3, 64, 7).unwrap(); // a PBF-2 over 4 ticks has 3 levels
-/// let mut b = a.clone();
-/// a.insert(KeyHash::of(&1u64, 7), 0);
-/// b.insert(KeyHash::of(&2u64, 7), 3);
-/// b.observe_query(TimeRange::new(0, 2).unwrap()); // cover: [0, 1] at level 1, [2, 2] at level 0
-/// a.merge(&b).unwrap();
-/// let stats = a.filter_stats();
-/// assert_eq!(a.queries(), 1);
-/// assert_eq!(stats.iter().map(|s| s.frequency).collect::<Vec<_>>(), vec![1.0, 1.0, 0.0]);
-/// assert!(stats[0].distinct > 1.5 && stats[0].distinct < 2.5);
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "SketchRepr")]
-pub struct PartitionSketch {
-    distinct: Vec<FmSketch>,
-    probes: Vec<u64>,
-    queries: u64,
-}
-
-/// The serialized form, checked on the way in: a sketch and a probe count per level, the
-/// sketches alike (as [`PartitionSketch::new`] makes them), and at most two probes per level
-/// and query (a dyadic cover has at most two blocks per level).
-#[derive(Deserialize)]
-struct SketchRepr {
-    distinct: Vec<FmSketch>,
-    probes: Vec<u64>,
-    queries: u64,
-}
-
-impl TryFrom<SketchRepr> for PartitionSketch {
-    type Error = Error;
-    fn try_from(r: SketchRepr) -> Result<Self> {
-        let alike = r
-            .distinct
-            .windows(2)
-            .all(|w| w[0].bitmaps() == w[1].bitmaps() && w[0].seed() == w[1].seed());
-        let per_level = r.queries.saturating_mul(2);
-        if r.distinct.len() != r.probes.len() || !alike || r.probes.iter().any(|&p| p > per_level) {
-            return Err(chronobloom_core::Error::invalid(
-                "partition sketch",
-                "levels, sketch shapes or probe counts do not match",
-            )
-            .into());
-        }
-        Ok(PartitionSketch {
-            distinct: r.distinct,
-            probes: r.probes,
-            queries: r.queries,
-        })
-    }
-}
-
-impl PartitionSketch {
-    /// An empty sketch for a PBF-2 of `levels` levels, with `bitmaps` FM bitmaps per level
-    /// hashing with `seed`.
-    pub fn new(levels: u32, bitmaps: usize, seed: u64) -> Result<Self> {
-        let fm = FmSketch::new(bitmaps, seed)?;
-        Ok(PartitionSketch {
-            distinct: vec![fm; levels as usize],
-            probes: vec![0; levels as usize],
-            queries: 0,
-        })
-    }
-
-    /// Counts a record with key hash `hash` at the partition's local tick `tick`.
-    pub fn insert(&mut self, hash: KeyHash, tick: Tick) {
-        for (level, fm) in self.distinct.iter_mut().enumerate() {
-            fm.insert_hash(hash.at(tick >> level));
-        }
-    }
-
-    /// Counts a query over `range` (local ticks; the part past the partition's `2^(levels − 1)`
-    /// ticks is cut off, which also bounds the cover at two blocks per level).
-    pub fn observe_query(&mut self, range: TimeRange) {
-        let Some(top) = (self.probes.len() as u32).checked_sub(1) else {
-            return;
-        };
-        let span = 1u64.checked_shl(top).unwrap_or(u64::MAX);
-        let Some(range) = range.clamp_below(span) else {
-            return;
-        };
-        self.queries = self.queries.saturating_add(1);
-        for block in dyadic_cover(range, top) {
-            if let Some(p) = self.probes.get_mut(block.level as usize) {
-                *p = p.saturating_add(1);
-            }
-        }
-    }
-
-    /// Adds `other` in: FM sketches by OR, probe and query counts by addition.
-    pub fn merge(&mut self, other: &PartitionSketch) -> Result<()> {
-        if self.distinct.len() != other.distinct.len() || self.probes.len() != other.probes.len() {
-            return Err(chronobloom_core::Error::ShapeMismatch {
-                what: "levels",
-                left: self.distinct.len() as u64,
-                right: other.distinct.len() as u64,
-            }
-            .into());
-        }
-        for (a, b) in self.distinct.iter_mut().zip(&other.distinct) {
-            a.merge(b)?;
-        }
-        for (a, b) in self.probes.iter_mut().zip(&other.probes) {
-            *a = a.saturating_add(*b);
-        }
-        self.queries = self.queries.saturating_add(other.queries);
-        Ok(())
-    }
-
-    /// Queries counted.
-    pub fn queries(&self) -> u64 {
-        self.queries
-    }
-
-    /// The allocation's input per level: d_ℓ, the FM estimate, and f_ℓ, probes per query (1 for
-    /// every level when no query was counted).
-    pub fn filter_stats(&self) -> Vec<FilterStats> {
-        let q = self.queries.max(1) as f64;
-        self.distinct
-            .iter()
-            .zip(&self.probes)
-            .map(|(fm, &p)| {
-                let f = if self.queries == 0 { 1.0 } else { p as f64 / q };
-                FilterStats::new(fm.estimate(), f)
-            })
-            .collect()
-    }
-
-    /// Bytes held by the FM bitmaps and the counters.
-    pub fn memory_bytes(&self) -> u64 {
-        let fm: usize = self.distinct.iter().map(FmSketch::memory_bytes).sum();
-        (fm + 8 * self.probes.len() + 8) as u64
     }
 }
 
@@ -402,6 +267,19 @@ pub trait Allocator<'scope> {
         index: &IndexConfig,
         config: &AllocatorConfig,
     ) -> Result<AllocatorStreams<'scope>>;
+
+    /// [`Self::allocator`], starting from a checkpointed state when `restore` is given, with a
+    /// handle that snapshots the state at a checkpoint boundary ([`crate::checkpoint`]). A
+    /// snapshot that does not fit the configuration or this worker is refused
+    /// ([`Error::Config`] of `allocator`, `restore`) before anything is built.
+    #[allow(clippy::type_complexity)]
+    fn allocator_resumable<Q: 'static>(
+        self,
+        queries: StreamVec<'scope, u64, (Q, TimeRange)>,
+        index: &IndexConfig,
+        config: &AllocatorConfig,
+        restore: Option<AllocatorSnapshot>,
+    ) -> Result<(AllocatorStreams<'scope>, AllocatorCheckpoint)>;
 }
 
 /// Partition arithmetic of an index configuration.
@@ -474,6 +352,17 @@ impl<'scope, K: Key + 'static> Allocator<'scope> for StreamVec<'scope, u64, K> {
         index: &IndexConfig,
         config: &AllocatorConfig,
     ) -> Result<AllocatorStreams<'scope>> {
+        self.allocator_resumable(queries, index, config, None)
+            .map(|(streams, _)| streams)
+    }
+
+    fn allocator_resumable<Q: 'static>(
+        self,
+        queries: StreamVec<'scope, u64, (Q, TimeRange)>,
+        index: &IndexConfig,
+        config: &AllocatorConfig,
+        restore: Option<AllocatorSnapshot>,
+    ) -> Result<(AllocatorStreams<'scope>, AllocatorCheckpoint)> {
         if !(1..=MAX_HASHES).contains(&config.k_max) {
             return Err(Error::config(
                 "allocator",
@@ -489,20 +378,41 @@ impl<'scope, K: Key + 'static> Allocator<'scope> for StreamVec<'scope, u64, K> {
         };
         let seed = index.seed();
         let me = self.scope().index() as u32;
+        let (restored, solver_state) = match restore {
+            Some(snapshot) => snapshot.restore(me, parts, &empty)?,
+            None => (BTreeMap::new(), (me == 0).then(SolverState::default)),
+        };
+        let open_cell: Rc<RefCell<BTreeMap<u64, Open>>> = Rc::default();
+        let solver_cell = solver_state.map(|s| Rc::new(RefCell::new(s)));
+        let checkpoint = AllocatorCheckpoint {
+            open: Rc::clone(&open_cell),
+            solver: solver_cell.clone(),
+            parts,
+        };
         let sketched = self.binary_frontier(
             queries,
             Pipeline,
             Pipeline,
             "SketchPartitions",
             move |default_cap, _| {
+                // Capabilities are taken from the data, or for the partitions a checkpoint
+                // carried; time 0 must not be held.
+                open_cell
+                    .borrow_mut()
+                    .extend(restored.into_iter().map(|(p, part)| {
+                        let cap = default_cap.delayed(&parts.last(p));
+                        let (sketch, stats) = (part.sketch, part.stats);
+                        (p, Open { cap, sketch, stats })
+                    }));
                 drop(default_cap);
-                let mut open: BTreeMap<u64, Open> = BTreeMap::new();
                 move |(r_in, r_frontier), (q_in, q_frontier), output| {
+                    let mut open = open_cell.borrow_mut();
+                    let open = &mut *open;
                     let port = output.output_index();
                     r_in.for_each_stamp(|cap, data| {
                         let Some(&t) = cap.least() else { return };
                         let p = parts.of(t);
-                        let slot = slot(&mut open, p, me, || cap.delayed(&parts.last(p), port));
+                        let slot = slot(open, p, me, || cap.delayed(&parts.last(p), port));
                         let local = t - parts.start(p);
                         for batch in data {
                             if p >= parts.count {
@@ -527,8 +437,7 @@ impl<'scope, K: Key + 'static> Allocator<'scope> for StreamVec<'scope, u64, K> {
                                 let late = now.min(last.saturating_add(1)).saturating_sub(first);
                                 if late > 0 {
                                     let last = parts.last(now);
-                                    let slot =
-                                        slot(&mut open, now, me, || cap.delayed(&last, port));
+                                    let slot = slot(open, now, me, || cap.delayed(&last, port));
                                     slot.stats.late_queries += late;
                                 }
                                 for p in first.max(now)..=last {
@@ -539,7 +448,7 @@ impl<'scope, K: Key + 'static> Allocator<'scope> for StreamVec<'scope, u64, K> {
                                     else {
                                         continue;
                                     };
-                                    let slot = slot(&mut open, p, me, || cap.delayed(&end, port));
+                                    let slot = slot(open, p, me, || cap.delayed(&end, port));
                                     slot.stats.queries += 1;
                                     let local =
                                         TimeRange::new(part.start() - start, part.end() - start);
@@ -585,15 +494,16 @@ impl<'scope, K: Key + 'static> Allocator<'scope> for StreamVec<'scope, u64, K> {
             Sketched::Sketch(p, sketch) => Some((p, sketch)),
             Sketched::Stats(_) => None,
         });
-        let reports = solve(lessons, index.clone(), *config, parts);
+        let reports = solve(lessons, index.clone(), *config, parts, solver_cell);
         let allocations = reports
             .clone()
             .map(|r| (r.partition, r.allocation))
             .broadcast();
-        Ok(AllocatorStreams {
+        let streams = AllocatorStreams {
             allocations,
             reports,
             sketches,
-        })
+        };
+        Ok((streams, checkpoint))
     }
 }

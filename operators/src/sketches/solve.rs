@@ -1,6 +1,7 @@
 //! Worker 0's side of the allocator: merging the workers' sketches of a partition and deciding
 //! its allocation once (learned, or the configured one with the reason).
 
+use super::resume::SolverState;
 use super::{
     head, AllocationReport, AllocationSource, AllocatorConfig, PartitionSketch, Partitions,
 };
@@ -8,31 +9,39 @@ use crate::error::Result;
 use crate::index::config::IndexConfig;
 use chronobloom_core::alloc::FilterStats;
 use chronobloom_core::temporal::Allocation;
+use std::cell::RefCell;
 use std::collections::btree_map::Entry;
-use std::collections::BTreeMap;
+use std::rc::Rc;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::StreamVec;
 
 /// A partition's merged sketch, the number of worker sketches in it, and why a merge was refused.
-type Merged = (PartitionSketch, u64, Option<String>);
+pub(super) type Merged = (PartitionSketch, u64, Option<String>);
 
-/// Merges the workers' sketches on worker 0 and decides each partition's allocation once.
+/// Merges the workers' sketches on worker 0 and decides each partition's allocation once;
+/// `state` is worker 0's (fresh or restored) solver state, `None` on the other workers.
 pub(super) fn solve<'scope>(
     lessons: StreamVec<'scope, u64, (u64, PartitionSketch)>,
     index: IndexConfig,
     config: AllocatorConfig,
     parts: Partitions,
+    state: Option<Rc<RefCell<SolverState>>>,
 ) -> StreamVec<'scope, u64, AllocationReport> {
-    let solver = lessons.scope().index() == 0;
     let lag = config.lag.partitions();
     let to_zero = Exchange::new(|_: &(u64, PartitionSketch)| 0);
-    lessons.unary_frontier(to_zero, "SolveAllocation", move |default_cap, _| {
+    lessons.unary_frontier(to_zero, "SolveAllocation", move |mut default_cap, _| {
         // Worker 0 holds a capability at the first tick of the next undecided partition.
-        let mut cap = solver.then_some(default_cap);
-        let mut next = 0u64;
-        let mut merged: BTreeMap<u64, Merged> = BTreeMap::new();
+        let solver = state.is_some();
+        let state = state.unwrap_or_default();
+        let first = state.borrow().next;
+        let mut cap = (solver && first < parts.count).then(|| {
+            default_cap.downgrade(&parts.start(first));
+            default_cap
+        });
         move |(input, frontier), output| {
+            let mut state = state.borrow_mut();
+            let SolverState { next, merged } = &mut *state;
             input.for_each_stamp(|_, data| {
                 for batch in data {
                     for (p, sketch) in batch.drain(..) {
@@ -60,8 +69,8 @@ pub(super) fn solve<'scope>(
             // those whose partition to learn from (below `closed`) has closed everywhere.
             let end = closed.saturating_add(lag).min(parts.count);
             let rest = merged.split_off(&end.saturating_sub(lag));
-            let ready = std::mem::replace(&mut merged, rest);
-            for q in next..end.min(lag) {
+            let ready = std::mem::replace(merged, rest);
+            for q in *next..end.min(lag) {
                 c.downgrade(&parts.start(q));
                 output.session(c).give(AllocationReport {
                     partition: q,
@@ -79,12 +88,12 @@ pub(super) fn solve<'scope>(
                     .give(decide(&index, &config, q, p, lesson));
             }
             // Closed partitions whose allocation would be for a partition past the last.
-            merged = merged.split_off(&closed);
-            next = next.max(end);
-            if next >= parts.count || closed == u64::MAX {
+            *merged = merged.split_off(&closed);
+            *next = (*next).max(end);
+            if *next >= parts.count || closed == u64::MAX {
                 cap = None;
             } else {
-                c.downgrade(&parts.start(next));
+                c.downgrade(&parts.start(*next));
             }
         }
     })
