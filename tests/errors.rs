@@ -2177,6 +2177,7 @@ mod checkpoints {
     use chronobloom::operators::timely;
     use chronobloom::operators::{Allocator, AllocatorConfig, AllocatorSnapshot, Lag};
     use chronobloom::operators::{DedupConfig, DedupSnapshot, IndexSnapshot, TimedDedup};
+    use chronobloom::operators::{MembershipConfig, TimedWindowMembership};
     use std::path::{Path, PathBuf};
     use std::process::Command;
     use timely::dataflow::operators::{Input, Probe};
@@ -2545,6 +2546,38 @@ mod checkpoints {
             e.to_string()
                 .starts_with("invalid allocator configuration `restore`: partition 2's sketch: "),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn k17_membership_view_of_another_configuration_refused() {
+        let membership = |window: u64| {
+            MembershipConfig::builder()
+                .window(window)
+                .epoch_len(10)
+                .build()
+                .unwrap()
+        };
+        let e = timely::execute_directly(move |worker| {
+            worker.dataflow::<u64, _, _>(|scope| {
+                let (_i, inserts) = scope.new_input::<Vec<(u64, u64)>>();
+                let (_q, queries) = scope.new_input::<Vec<(u64, u64)>>();
+                let (_, handle) = inserts
+                    .clone()
+                    .window_membership_resumable(queries.clone(), &membership(60), None)
+                    .unwrap();
+                let snap = handle.snapshot(0).unwrap();
+                inserts
+                    .window_membership_resumable(queries, &membership(120), Some(snap))
+                    .map(|_| ())
+            })
+        })
+        .unwrap_err();
+        assert!(matches!(e, CheckpointError::State { .. }));
+        assert_eq!(
+            e.to_string(),
+            "checkpointed state of membership cannot be restored: the checkpointed view has \
+             another window, slack, rate or seed"
         );
     }
 

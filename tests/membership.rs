@@ -6,7 +6,9 @@
 mod support;
 
 use chronobloom::operators::timely;
-use chronobloom::operators::{MembershipConfig, MembershipStats, TimedWindowMembership};
+use chronobloom::operators::{
+    MembershipConfig, MembershipSnapshot, MembershipStats, TimedWindowMembership,
+};
 use chronobloom::synth::splitmix;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -307,5 +309,130 @@ fn two_processes_over_loopback_hold_the_same_view() {
     assert_eq!(views.len(), 2);
     for view in views {
         assert_eq!(view, reference);
+    }
+}
+
+/// What a resumable run answered and reported, and each worker's snapshot bytes at the stop.
+type Resumed = (Vec<(u64, u64, bool)>, Vec<MembershipStats>, Vec<Vec<u8>>);
+
+/// Runs the inserts and queries with ticks in `[from, stop)` on `workers` threads, restoring
+/// `restore` first and snapshotting at `stop` (an epoch start).
+fn run_resumable(
+    workers: usize,
+    (inserts, queries): (&[Rec], &[Rec]),
+    from: u64,
+    stop: Option<u64>,
+    restore: Option<Vec<Vec<u8>>>,
+) -> Resumed {
+    let out = Arc::new(Mutex::new((
+        Vec::new(),
+        Vec::new(),
+        vec![Vec::new(); workers],
+    )));
+    let o = Arc::clone(&out);
+    let (inserts, queries) = (inserts.to_vec(), queries.to_vec());
+    timely::execute(timely::Config::process(workers), move |worker| {
+        let (me, peers) = (worker.index(), worker.peers());
+        let restored = restore
+            .as_ref()
+            .map(|r| MembershipSnapshot::from_bytes(&r[me]).unwrap());
+        let (o1, o2) = (Arc::clone(&o), Arc::clone(&o));
+        let probe = ProbeHandle::new();
+        let (mut ins, mut qs, handle) = worker.dataflow::<u64, _, _>(|scope| {
+            let (ins, i) = scope.new_input::<Vec<Rec>>();
+            let (qs, q) = scope.new_input::<Vec<Rec>>();
+            let (out, handle) = i
+                .window_membership_resumable(q, &config(), restored)
+                .unwrap();
+            out.answers
+                .inspect(move |a| o1.lock().unwrap().0.push(*a))
+                .probe_with(&probe);
+            out.stats
+                .inspect(move |s| o2.lock().unwrap().1.push(s.clone()))
+                .probe_with(&probe);
+            (ins, qs, handle)
+        });
+        ins.advance_to(from);
+        qs.advance_to(from);
+        let keep = |t: u64| t >= from && stop.is_none_or(|s| t < s);
+        for (n, &r) in inserts.iter().enumerate() {
+            if keep(r.0) && n % peers == me {
+                ins.send(r);
+            }
+        }
+        for (n, &r) in queries.iter().enumerate() {
+            if keep(r.0) && n % peers == me {
+                qs.send(r);
+            }
+        }
+        if let Some(b) = stop {
+            ins.advance_to(b);
+            qs.advance_to(b);
+            worker.step_while(|| probe.less_than(&b));
+            let inside = handle.snapshot(b + 1).unwrap_err().to_string();
+            assert!(inside.contains("is not an epoch start"), "{inside}");
+            o.lock().unwrap().2[me] = handle.snapshot(b).unwrap().to_bytes().unwrap();
+        }
+    })
+    .unwrap()
+    .join()
+    .into_iter()
+    .for_each(|r| r.unwrap());
+    let mut out = Arc::try_unwrap(out).unwrap().into_inner().unwrap();
+    out.0.sort_unstable();
+    out
+}
+
+/// Stopped at an epoch boundary and resumed from each worker's snapshot of its view, the
+/// operator answers every query and reaches every per-epoch digest of an uninterrupted run, with
+/// 1 and 2 workers; a view of another configuration, or a boundary inside an epoch, is refused.
+#[test]
+fn a_resumed_view_answers_as_an_uninterrupted_one() {
+    const BOUNDARY: u64 = 60;
+    let (inserts, queries) = small_stream();
+    let data = (inserts.as_slice(), queries.as_slice());
+    for workers in [1, 2] {
+        let (answers, stats, _) = run_resumable(workers, data, 0, None, None);
+        let (a1, s1, saved) = run_resumable(workers, data, 0, Some(BOUNDARY), None);
+        let (a2, s2, _) = run_resumable(workers, data, BOUNDARY, None, Some(saved.clone()));
+        assert!(!a1.is_empty() && !a2.is_empty());
+        let mut resumed = a1;
+        resumed.extend(a2);
+        resumed.sort_unstable();
+        assert_eq!(resumed, answers, "{workers} workers: answers");
+        let mut resumed_stats = s1;
+        resumed_stats.extend(s2);
+        assert_eq!(
+            digests(&resumed_stats),
+            digests(&stats),
+            "{workers} workers: digests"
+        );
+        // the uninterrupted run answers as the plain operator does
+        assert_eq!(answers, run(workers, &inserts, &queries).answers);
+
+        let snapshot = MembershipSnapshot::from_bytes(&saved[0]).unwrap();
+        let other = MembershipConfig::builder()
+            .window(W * 2)
+            .epoch_len(EPOCH)
+            .fpr(0.01)
+            .seed(3)
+            .build()
+            .unwrap();
+        let refused = timely::execute_directly(move |worker| {
+            worker.dataflow::<u64, _, _>(|scope| {
+                let (_i, i) = scope.new_input::<Vec<Rec>>();
+                let (_q, q) = scope.new_input::<Vec<Rec>>();
+                i.window_membership_resumable(q, &other, Some(snapshot))
+                    .err()
+                    .map(|e| e.to_string())
+            })
+        });
+        assert_eq!(
+            refused.as_deref(),
+            Some(
+                "checkpointed state of membership cannot be restored: the checkpointed view has \
+                 another window, slack, rate or seed"
+            )
+        );
     }
 }

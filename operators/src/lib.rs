@@ -46,8 +46,8 @@ pub use index::{config, delta, digest, held, query, state, stats, temporal};
 pub use index::{IndexCheckpoint, IndexSnapshot};
 pub use index::{LocalIndex, TimedLocalIndex};
 pub use membership::{
-    MembershipConfig, MembershipConfigBuilder, MembershipStats, MembershipStreams, SliceShipment,
-    TimedWindowMembership,
+    MembershipCheckpoint, MembershipConfig, MembershipConfigBuilder, MembershipSnapshot,
+    MembershipStats, MembershipStreams, SliceShipment, TimedWindowMembership,
 };
 pub use sketches::{
     AllocationReport, AllocationSource, Allocator, AllocatorCheckpoint, AllocatorConfig,

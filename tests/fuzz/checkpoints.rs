@@ -7,7 +7,8 @@ use chronobloom::operators::checkpoint::{decode, encode, Header};
 use chronobloom::operators::timely;
 use chronobloom::operators::{
     Allocator, AllocatorConfig, AllocatorSnapshot, DedupConfig, DedupMode, DedupSnapshot,
-    IndexConfig, IndexSnapshot, Lag, TimedDedup, TimedTemporalIndex,
+    IndexConfig, IndexSnapshot, Lag, MembershipConfig, MembershipSnapshot, TimedDedup,
+    TimedTemporalIndex, TimedWindowMembership,
 };
 use std::path::Path;
 use std::sync::OnceLock;
@@ -228,6 +229,73 @@ pub fn allocator(bytes: &[u8]) -> Outcome {
     };
     let from = snapshot.boundary.min(200);
     match allocator_run(Some(snapshot), from, None) {
+        Some(_) => Outcome::Accepted,
+        None => Outcome::Rejected,
+    }
+}
+
+/// The membership operator of a 40-tick window, restored from `restore` (or fresh), fed inserts
+/// and queries from `from` to `stop` (with its snapshot payload there) or tick 120; `None` when
+/// the snapshot is refused.
+fn membership_run(
+    restore: Option<MembershipSnapshot>,
+    from: u64,
+    stop: Option<u64>,
+) -> Option<Option<Vec<u8>>> {
+    timely::execute_directly(move |worker| {
+        let config = MembershipConfig::builder()
+            .window(40)
+            .epoch_len(10)
+            .build()
+            .expect("valid membership configuration");
+        let probe = ProbeHandle::new();
+        let built = worker.dataflow::<u64, _, _>(|scope| {
+            let (i_in, inserts) = scope.new_input::<Vec<(u64, u64)>>();
+            let (q_in, queries) = scope.new_input::<Vec<(u64, u64)>>();
+            let (out, handle) = inserts
+                .window_membership_resumable(queries, &config, restore)
+                .ok()?;
+            out.answers.probe_with(&probe);
+            out.stats.probe_with(&probe);
+            Some((i_in, q_in, handle))
+        });
+        let (mut i_in, mut q_in, handle) = built?;
+        let to = stop.unwrap_or(120);
+        i_in.advance_to(from);
+        q_in.advance_to(from);
+        for t in from..to {
+            i_in.send((t, t % 11));
+            q_in.send((t, t % 17));
+        }
+        i_in.advance_to(to);
+        q_in.advance_to(to);
+        worker.step_while(|| probe.less_than(&to));
+        let bytes = stop.and_then(|s| handle.snapshot(s).and_then(|x| x.to_bytes()).ok());
+        drop((i_in, q_in));
+        worker.step_while(|| !probe.done());
+        Some(bytes)
+    })
+}
+
+/// Valid membership snapshot payloads (at ticks 30 and 70).
+pub fn membership_payloads() -> Vec<Vec<u8>> {
+    [30, 70]
+        .into_iter()
+        .map(|stop| {
+            membership_run(None, 0, Some(stop))
+                .flatten()
+                .expect("membership snapshot")
+        })
+        .collect()
+}
+
+/// A membership snapshot payload, restored and run on when it decodes.
+pub fn membership(bytes: &[u8]) -> Outcome {
+    let Ok(snapshot) = MembershipSnapshot::from_bytes(bytes) else {
+        return Outcome::Rejected;
+    };
+    let from = snapshot.boundary.min(120);
+    match membership_run(Some(snapshot), from, None) {
         Some(_) => Outcome::Accepted,
         None => Outcome::Rejected,
     }

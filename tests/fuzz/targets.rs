@@ -75,6 +75,11 @@ pub fn all() -> Vec<Target> {
             checkpoints::allocator_payloads,
             checkpoints::allocator,
         ),
+        Target::new(
+            "membership-snapshot",
+            checkpoints::membership_payloads,
+            checkpoints::membership,
+        ),
     ]
 }
 

@@ -146,6 +146,13 @@ impl GenerationSlices {
         })
     }
 
+    /// Whether `other` was made with the same window, slack, false positive rate and seed, so
+    /// that it can stand for this view (a restored checkpoint, say).
+    pub fn same_parameters(&self, other: &GenerationSlices) -> bool {
+        (self.window, self.slack, self.fpr.to_bits(), self.seed)
+            == (other.window, other.slack, other.fpr.to_bits(), other.seed)
+    }
+
     /// The generation of tick `t`.
     pub fn generation_of(&self, t: Tick) -> u64 {
         t / self.slack.saturating_add(1)

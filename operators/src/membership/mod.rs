@@ -58,14 +58,20 @@
 //! ```
 
 mod config;
+mod resume;
 
 pub use config::{MembershipConfig, MembershipConfigBuilder};
+pub use resume::{MembershipCheckpoint, MembershipSnapshot};
 
+use crate::checkpoint::CheckpointError;
 use chronobloom_core::hash::Key;
 use chronobloom_core::temporal::Tick;
 use chronobloom_core::window::GenerationSlices;
+use resume::Export;
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::{Capability, OkErr};
@@ -144,6 +150,17 @@ pub trait TimedWindowMembership<'scope, K> {
         queries: StreamVec<'scope, u64, (Tick, Q)>,
         config: &MembershipConfig,
     ) -> MembershipStreams<'scope, Q>;
+
+    /// [`Self::window_membership`], starting from a checkpointed view when `restore` is given,
+    /// with a handle that snapshots the view at a checkpoint boundary ([`crate::checkpoint`]).
+    /// A snapshot of another window, slack, rate or seed is refused before anything is built.
+    #[allow(clippy::type_complexity)]
+    fn window_membership_resumable<Q: Key + ExchangeData>(
+        self,
+        queries: StreamVec<'scope, u64, (Tick, Q)>,
+        config: &MembershipConfig,
+        restore: Option<MembershipSnapshot>,
+    ) -> Result<(MembershipStreams<'scope, Q>, MembershipCheckpoint), CheckpointError>;
 }
 
 impl<'scope, K: Key + ExchangeData> TimedWindowMembership<'scope, K>
@@ -154,11 +171,67 @@ impl<'scope, K: Key + ExchangeData> TimedWindowMembership<'scope, K>
         queries: StreamVec<'scope, u64, (Tick, Q)>,
         config: &MembershipConfig,
     ) -> MembershipStreams<'scope, Q> {
-        let shipments = ship(self, config);
-        let out = merge(shipments, queries, config);
-        let (answers, stats) = out.ok_err(|x| x);
-        MembershipStreams { answers, stats }
+        // validated when the configuration was built
+        build(self, queries, config, config.slices().ok()).0
     }
+
+    fn window_membership_resumable<Q: Key + ExchangeData>(
+        self,
+        queries: StreamVec<'scope, u64, (Tick, Q)>,
+        config: &MembershipConfig,
+        restore: Option<MembershipSnapshot>,
+    ) -> Result<(MembershipStreams<'scope, Q>, MembershipCheckpoint), CheckpointError> {
+        let fresh = config
+            .slices()
+            .map_err(|e| CheckpointError::state("membership", e.to_string()))?;
+        let view = match restore {
+            Some(snapshot) if !fresh.same_parameters(&snapshot.view) => {
+                return Err(CheckpointError::state(
+                    "membership",
+                    "the checkpointed view has another window, slack, rate or seed",
+                ));
+            }
+            Some(snapshot) => snapshot.view,
+            None => fresh,
+        };
+        Ok(build(self, queries, config, Some(view)))
+    }
+}
+
+/// The operator pair around `view` (a fresh or restored one), and its checkpoint handle.
+fn build<'scope, K: Key + ExchangeData, Q: Key + ExchangeData>(
+    inserts: StreamVec<'scope, u64, (Tick, K)>,
+    queries: StreamVec<'scope, u64, (Tick, Q)>,
+    config: &MembershipConfig,
+    view: Option<GenerationSlices>,
+) -> (MembershipStreams<'scope, Q>, MembershipCheckpoint) {
+    let collected: Rc<RefCell<BTreeMap<u64, Collected>>> = Rc::default();
+    let state = Rc::new(RefCell::new(MergeState {
+        view,
+        inbox: BTreeMap::new(),
+        held: BTreeMap::new(),
+    }));
+    let shipments = ship(inserts, config, Rc::clone(&collected));
+    let out = merge(shipments, queries, config, Rc::clone(&state));
+    let (answers, stats) = out.ok_err(|x| x);
+    let export: Export = Box::new(move |_boundary| {
+        let state = state.borrow();
+        if let Some(e) = collected.borrow().keys().next() {
+            return Err(format!("inserts of epoch {e} not yet shipped"));
+        }
+        if let Some(e) = state.inbox.keys().next() {
+            return Err(format!("shipments of epoch {e} not yet merged"));
+        }
+        if let Some(e) = state.held.keys().next() {
+            return Err(format!("queries of epoch {e} not yet answered"));
+        }
+        state.view.clone().ok_or_else(|| "no view".to_owned())
+    });
+    let checkpoint = MembershipCheckpoint {
+        epoch_len: config.epoch_len(),
+        export,
+    };
+    (MembershipStreams { answers, stats }, checkpoint)
 }
 
 /// An epoch's inserts on this worker: the least capability, `(generation, hash)` pairs and the
@@ -170,6 +243,7 @@ type Collected = (Capability<u64>, Vec<(u64, u64)>, u64);
 fn ship<'scope, K: Key + ExchangeData>(
     inserts: StreamVec<'scope, u64, (Tick, K)>,
     config: &MembershipConfig,
+    open: Rc<RefCell<BTreeMap<u64, Collected>>>,
 ) -> StreamVec<'scope, u64, SliceShipment> {
     let scope = inserts.scope();
     let (me, peers) = (scope.index() as u32, scope.peers() as u32);
@@ -177,8 +251,8 @@ fn ship<'scope, K: Key + ExchangeData>(
     let g_len = config.slack().saturating_add(1);
     inserts.unary_frontier(Pipeline, "MembershipShip", move |default_cap, _| {
         drop(default_cap);
-        let mut open: BTreeMap<u64, Collected> = BTreeMap::new();
         move |(input, frontier), output| {
+            let mut open = open.borrow_mut();
             let port = output.output_index();
             input.for_each_stamp(|cap, data| {
                 let Some(&ts) = cap.least() else { return };
@@ -230,12 +304,24 @@ struct Inbox {
     shipments: Vec<SliceShipment>,
 }
 
+/// Queries of one epoch waiting for its view, by capability.
+type Held<Q> = Vec<(Capability<u64>, Vec<(Tick, Q)>)>;
+
+/// A worker's merge side: its copy of the view, shipments waiting for their epoch to complete,
+/// and queries waiting for their epoch's view.
+struct MergeState<Q> {
+    view: Option<GenerationSlices>,
+    inbox: BTreeMap<u64, Inbox>,
+    held: BTreeMap<u64, Held<Q>>,
+}
+
 /// Merges every shipment into this worker's view in epoch order and answers the queries of
 /// each epoch once its shipments are merged and before later ones are.
 fn merge<'scope, Q: Key + ExchangeData>(
     shipments: StreamVec<'scope, u64, SliceShipment>,
     queries: StreamVec<'scope, u64, (Tick, Q)>,
     config: &MembershipConfig,
+    state: Rc<RefCell<MergeState<Q>>>,
 ) -> StreamVec<'scope, u64, Result<(Tick, Q, bool), MembershipStats>> {
     let me = shipments.scope().index() as u32;
     let config = config.clone();
@@ -247,12 +333,9 @@ fn merge<'scope, Q: Key + ExchangeData>(
         "MembershipMerge",
         move |cap, _| {
             drop(cap);
-            // validated when the configuration was built
-            let mut view: Option<GenerationSlices> = config.slices().ok();
-            let mut inbox: BTreeMap<u64, Inbox> = BTreeMap::new();
-            type Held<Q> = Vec<(Capability<u64>, Vec<(Tick, Q)>)>;
-            let mut held: BTreeMap<u64, Held<Q>> = BTreeMap::new();
             move |(s_in, s_frontier), (q_in, q_frontier), output| {
+                let mut state = state.borrow_mut();
+                let MergeState { view, inbox, held } = &mut *state;
                 let port = output.output_index();
                 s_in.for_each_stamp(|cap, data| {
                     for batch in data {

@@ -416,11 +416,14 @@ impl<'scope, K: Key + 'static> Allocator<'scope> for StreamVec<'scope, u64, K> {
                         let local = t - parts.start(p);
                         for batch in data {
                             if p >= parts.count {
-                                slot.stats.beyond_horizon += batch.len() as u64;
+                                let n = batch.len() as u64;
+                                slot.stats.beyond_horizon =
+                                    slot.stats.beyond_horizon.saturating_add(n);
                                 batch.clear();
                                 continue;
                             }
-                            slot.stats.records += batch.len() as u64;
+                            slot.stats.records =
+                                slot.stats.records.saturating_add(batch.len() as u64);
                             let sketch = slot.sketch.get_or_insert_with(|| empty.clone());
                             for key in batch.drain(..) {
                                 sketch.insert(KeyHash::of(&key, seed), local);
@@ -438,7 +441,8 @@ impl<'scope, K: Key + 'static> Allocator<'scope> for StreamVec<'scope, u64, K> {
                                 if late > 0 {
                                     let last = parts.last(now);
                                     let slot = slot(open, now, me, || cap.delayed(&last, port));
-                                    slot.stats.late_queries += late;
+                                    slot.stats.late_queries =
+                                        slot.stats.late_queries.saturating_add(late);
                                 }
                                 for p in first.max(now)..=last {
                                     let (start, end) = (parts.start(p), parts.last(p));
@@ -449,7 +453,7 @@ impl<'scope, K: Key + 'static> Allocator<'scope> for StreamVec<'scope, u64, K> {
                                         continue;
                                     };
                                     let slot = slot(open, p, me, || cap.delayed(&end, port));
-                                    slot.stats.queries += 1;
+                                    slot.stats.queries = slot.stats.queries.saturating_add(1);
                                     let local =
                                         TimeRange::new(part.start() - start, part.end() - start);
                                     if let Ok(local) = local {
