@@ -3,7 +3,7 @@
 //! resolved exactly, stats sealed per epoch.
 
 use super::config::{shard_of_fp, DedupConfig, DedupMode};
-use super::resume::DedupSnapshot;
+use super::resume::{DedupSnapshot, DedupSnapshotRef, Export};
 use super::route::Fingerprinted;
 use super::shard::{Found, ShardFilter};
 use super::stats::{DedupStats, Slice, SliceStats};
@@ -424,57 +424,6 @@ impl<D: ExchangeData> DecideState<D> {
         dropped
     }
 
-    /// The state a checkpoint at `boundary` keeps (see [`crate::checkpoint`]): refused while an
-    /// epoch before the boundary is buffered or its statistics are not out.
-    pub fn export(&self, boundary: Tick) -> Result<DedupSnapshot, CheckpointError> {
-        let held = |what: &str, e: Option<u64>| CheckpointError::NotQuiescent {
-            operator: "dedup",
-            boundary,
-            reason: format!("{what} of epoch {} still held", e.unwrap_or(0)),
-        };
-        if !self.pending.is_empty() {
-            return Err(held("records", self.pending.keys().next().copied()));
-        }
-        // Epochs at or after the boundary may be open with the bytes of view deltas received
-        // for them (`Local`); their statistics are carried over.
-        if self.view.is_some() && self.delta_frontier <= boundary {
-            return Err(CheckpointError::NotQuiescent {
-                operator: "dedup",
-                boundary,
-                reason: "view deltas up to the boundary may still be in flight".into(),
-            });
-        }
-        let first = self.config.epoch_of(boundary);
-        if let Some(&e) = self.epochs.keys().next().filter(|&&e| e < first) {
-            return Err(held("statistics", Some(e)));
-        }
-        let carried = self
-            .epochs
-            .iter()
-            .map(|(&e, o)| (e, o.stats.clone(), o.bytes_in))
-            .collect();
-        let mut shards = Vec::with_capacity(self.shards.len());
-        for slot in &self.shards {
-            shards.push(match slot {
-                None => None,
-                Some(ShardFilter::Compact(f)) => Some((**f).clone()),
-                Some(ShardFilter::ExactEdge(_)) => {
-                    return Err(CheckpointError::state(
-                        "dedup",
-                        "exact-edge tick filters are not checkpointed; use the compact state",
-                    ))
-                }
-            });
-        }
-        Ok(DedupSnapshot {
-            boundary,
-            shards,
-            view: self.view.clone(),
-            unplaced: self.unplaced,
-            carried,
-        })
-    }
-
     /// Replaces the (fresh) state with a checkpoint's, after checking it fits the configuration
     /// and worker count.
     pub fn import(&mut self, snap: DedupSnapshot) -> Result<(), CheckpointError> {
@@ -630,6 +579,59 @@ impl<D: ExchangeData> DecideState<D> {
             }
         }
         s
+    }
+}
+
+impl<D> Export for DecideState<D> {
+    /// The state a checkpoint at `boundary` keeps (see [`crate::checkpoint`]), borrowed: refused
+    /// while an epoch before the boundary is buffered or its statistics are not out.
+    fn export(&self, boundary: Tick) -> Result<DedupSnapshotRef<'_>, CheckpointError> {
+        let held = |what: &str, e: Option<u64>| CheckpointError::NotQuiescent {
+            operator: "dedup",
+            boundary,
+            reason: format!("{what} of epoch {} still held", e.unwrap_or(0)),
+        };
+        if !self.pending.is_empty() {
+            return Err(held("records", self.pending.keys().next().copied()));
+        }
+        // Epochs at or after the boundary may be open with the bytes of view deltas received
+        // for them (`Local`); their statistics are carried over.
+        if self.view.is_some() && self.delta_frontier <= boundary {
+            return Err(CheckpointError::NotQuiescent {
+                operator: "dedup",
+                boundary,
+                reason: "view deltas up to the boundary may still be in flight".into(),
+            });
+        }
+        let first = self.config.epoch_of(boundary);
+        if let Some(&e) = self.epochs.keys().next().filter(|&&e| e < first) {
+            return Err(held("statistics", Some(e)));
+        }
+        let carried = self
+            .epochs
+            .iter()
+            .map(|(&e, o)| (e, o.stats.clone(), o.bytes_in))
+            .collect();
+        let mut shards = Vec::with_capacity(self.shards.len());
+        for slot in &self.shards {
+            shards.push(match slot {
+                None => None,
+                Some(ShardFilter::Compact(f)) => Some(&**f),
+                Some(ShardFilter::ExactEdge(_)) => {
+                    return Err(CheckpointError::state(
+                        "dedup",
+                        "exact-edge tick filters are not checkpointed; use the compact state",
+                    ))
+                }
+            });
+        }
+        Ok(DedupSnapshotRef {
+            boundary,
+            shards,
+            view: self.view.as_ref(),
+            unplaced: self.unplaced,
+            carried,
+        })
     }
 }
 
