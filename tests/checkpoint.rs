@@ -5,7 +5,7 @@
 //! probe has passed the boundary is refused.
 #![allow(clippy::unwrap_used)]
 
-use chronobloom::operators::checkpoint::{decode, encode, Header};
+use chronobloom::operators::checkpoint::{decode, encode, CheckpointStore, Header};
 use chronobloom::operators::dedup::DedupSnapshot;
 use chronobloom::operators::timely;
 use chronobloom::operators::{
@@ -133,7 +133,7 @@ fn run(
             q_in.advance_to(b);
             worker.step_while(|| probe.less_than(&b));
             // `Local`: the peers' view deltas of the last epoch arrive at the boundary
-            while dedup_h.snapshot(b).is_err() {
+            while dedup_h.ready(b).is_err() {
                 worker.step();
             }
             let header = |part: &str| Header {
@@ -147,6 +147,18 @@ fn run(
             let index = index_h.snapshot(b).unwrap().to_bytes().unwrap();
             // serialized straight from the running state: the same bytes
             assert_eq!(index_h.snapshot_bytes(b).unwrap(), index);
+            // and straight into the file: the same file
+            let dir = tempfile::tempdir().unwrap();
+            let store = CheckpointStore::open(dir.path()).unwrap();
+            for (part, payload) in [("dedup", &dedup), ("index", &index)] {
+                let path = match part {
+                    "dedup" => dedup_h.write(&store, &header(part)),
+                    _ => index_h.write(&store, &header(part)),
+                }
+                .unwrap();
+                let file = std::fs::read(path).unwrap();
+                assert_eq!(file, encode(&header(part), payload).unwrap(), "{part}");
+            }
             s.lock().unwrap()[me] = (
                 encode(&header("dedup"), &dedup).unwrap(),
                 encode(&header("index"), &index).unwrap(),

@@ -9,9 +9,9 @@
 
 use crate::cli::Args;
 use crate::error::JobError;
+use crate::totals::Totals;
 use chronobloom::operators::checkpoint::{CheckpointError, CheckpointStore, Header};
 use chronobloom::operators::dedup::stats::DedupStats;
-use chronobloom::operators::stats::EpochStats;
 use chronobloom::operators::{DedupSnapshot, IndexSnapshot};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -44,12 +44,16 @@ impl SourceMark {
     }
 }
 
-/// What worker 0 gathered before a boundary.
+/// What worker 0 gathers for the report (and keeps in its checkpoints): of constant size unless
+/// the flags ask for something per epoch or per record.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Report {
-    pub dedup: Vec<DedupStats>,
-    pub index: Vec<EpochStats>,
-    pub digests: Vec<(u64, u64)>,
+    /// Every worker's dedup and index statistics, folded.
+    pub totals: Totals,
+    /// Every worker's dedup statistics of every epoch, without the per-shard slices: with
+    /// `--plot` only.
+    pub epochs: Vec<DedupStats>,
+    /// Positions of the passed records: with `--verify` or `--out` only.
     pub passed: Vec<u64>,
 }
 
@@ -113,7 +117,8 @@ impl Checkpoints {
         (t / self.every + 1) * self.every
     }
 
-    fn header(&self, part: &str, worker: u32, boundary: u64) -> Header {
+    /// The header of `worker`'s `part` at `boundary`.
+    pub fn header(&self, part: &str, worker: u32, boundary: u64) -> Header {
         Header {
             part: part.into(),
             worker,
@@ -123,16 +128,17 @@ impl Checkpoints {
         }
     }
 
-    /// Writes one part of `worker`'s checkpoint at `boundary`.
-    pub fn write(
+    /// Writes one part of `worker`'s checkpoint at `boundary`: `state`, serialized straight into
+    /// the file.
+    pub fn write<T: Serialize>(
         &self,
-        part: &str,
+        part: &'static str,
         worker: u32,
         boundary: u64,
-        payload: &[u8],
+        state: &T,
     ) -> Result<(), CheckpointError> {
         self.store
-            .write(&self.header(part, worker, boundary), payload)
+            .write_state(&self.header(part, worker, boundary), part, state)
             .map(|_| ())
     }
 
@@ -206,7 +212,8 @@ fn expected_parts(workers: u32) -> Vec<(&'static str, u32)> {
 }
 
 /// A fingerprint of everything that shapes the job's state and report: input, key, window,
-/// error rate, slack, mode, epochs, ticks, index, seed and what is collected.
+/// error rate, slack, mode, epochs, ticks, index, seed and what is collected ("v2": the report
+/// part holds running totals since the soak of issue 17; "v1" checkpoints held every epoch's).
 fn fingerprint(args: &Args) -> u64 {
     let inputs: Vec<(PathBuf, u64)> = args
         .pcap
@@ -215,7 +222,7 @@ fn fingerprint(args: &Args) -> u64 {
         .map(|p| (p.clone(), std::fs::metadata(p).map_or(0, |m| m.len())))
         .collect();
     let text = format!(
-        "v1 {inputs:?} {:?} {:?} {} {:?} {:?} {} {:?} {} {:?} {:?} {:?} {:?} {} {} {} {:?} {:?} {} {} {} {}",
+        "v2 {inputs:?} {:?} {:?} {} {:?} {:?} {} {:?} {} {:?} {:?} {:?} {:?} {} {} {} {:?} {:?} {} {} {} {} {}",
         args.synthetic,
         args.synthetic_span,
         args.steady,
@@ -235,6 +242,7 @@ fn fingerprint(args: &Args) -> u64 {
         args.index_layout,
         args.seed,
         args.verify || args.out.is_some(),
+        args.plot.is_some(),
         args.digest,
         args.expected_keys,
     );

@@ -7,9 +7,8 @@ use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
 use crate::source::{Plan, Rec};
 use chronobloom::core::hash::KeyHash;
 use chronobloom::core::temporal::{Tick, TimeRange};
-use chronobloom::operators::checkpoint::{to_bytes, CheckpointError};
+use chronobloom::operators::checkpoint::CheckpointError;
 use chronobloom::operators::dedup::stats::DedupStats;
-use chronobloom::operators::stats::EpochStats;
 use chronobloom::operators::timely;
 use chronobloom::operators::{
     DedupCheckpoint, DedupConfig, IndexCheckpoint, IndexConfig, TimedDedup, TimedTemporalIndex,
@@ -35,6 +34,8 @@ pub struct Job {
     pub index: IndexConfig,
     /// Collect the passed records' positions on worker 0 (for `--verify` and `--out`).
     pub collect_passed: bool,
+    /// Keep every epoch's dedup statistics on worker 0 (for `--plot`).
+    pub collect_epochs: bool,
     pub progress: bool,
     /// Epochs a reader may run ahead of the dataflow's output.
     pub in_flight: u64,
@@ -64,13 +65,10 @@ pub struct WorkerTally {
 pub struct Gathered {
     pub is_leader: bool,
     pub workers: usize,
-    pub dedup: Vec<DedupStats>,
-    pub index: Vec<EpochStats>,
-    /// (epoch, digest) of worker 0's merged index.
-    pub digests: Vec<(u64, u64)>,
+    /// What a checkpoint keeps of it.
+    pub report: Report,
     /// (query position, present, probes).
     pub answers: Vec<(u64, bool, u64)>,
-    pub passed: Vec<u64>,
     pub tallies: Vec<WorkerTally>,
     /// The largest tick a worker read.
     pub last_tick: u64,
@@ -137,14 +135,10 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             Some(r) => (Some(r.dedup), Some(r.index), Some(r.mark), r.report),
             None => (None, None, None, None),
         };
-        let report = report.unwrap_or_default();
         let out = Rc::new(RefCell::new(Gathered {
             is_leader: me == 0,
             workers: peers,
-            dedup: report.dedup,
-            index: report.index,
-            digests: report.digests,
-            passed: report.passed,
+            report: report.unwrap_or_default(),
             ..Gathered::default()
         }));
         let mut error = None;
@@ -197,21 +191,28 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             };
             let o = |out: &Rc<RefCell<Gathered>>| Rc::clone(out);
             let (o1, o2, o3, o4, o5, o6) = (o(&out), o(&out), o(&out), o(&out), o(&out), o(&out));
+            let collect_epochs = job.collect_epochs;
             dedup
                 .stats
                 .exchange(|_| 0)
-                .inspect(move |s| o1.borrow_mut().dedup.push(compact_dedup(s)))
+                .inspect(move |s| {
+                    let r = &mut o1.borrow_mut().report;
+                    r.totals.add_dedup(s);
+                    if collect_epochs {
+                        r.epochs.push(compact_dedup(s));
+                    }
+                })
                 .probe_with(&probe);
             index
                 .stats
                 .exchange(|_| 0)
-                .inspect(move |s| o2.borrow_mut().index.push(compact_index(s)))
+                .inspect(move |s| o2.borrow_mut().report.totals.add_index(s))
                 .probe_with(&probe);
             index
                 .digests
                 .inspect(move |d| {
                     if d.worker == 0 {
-                        o3.borrow_mut().digests.push((d.epoch, d.digest));
+                        o3.borrow_mut().report.totals.add_digest(d.epoch, d.digest);
                     }
                 })
                 .probe_with(&probe);
@@ -225,7 +226,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 .passed
                 .flat_map(move |(_, d)| collect.then(|| d.seq()))
                 .exchange(|_| 0)
-                .inspect(move |&seq| o5.borrow_mut().passed.push(seq))
+                .inspect(move |&seq| o5.borrow_mut().report.passed.push(seq))
                 .probe_with(&probe);
             tallies
                 .exchange(|_| 0)
@@ -293,25 +294,33 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                     worker.step_while(|| probe.less_than(&t));
                     // `Local`: the peers' view deltas of the last epoch arrive at `t`
                     let mut tries = 0;
-                    while tries < 100_000 && handles.0.snapshot(t).is_err() {
+                    while tries < 100_000 && handles.0.ready(t).is_err() {
                         worker.step();
                         tries += 1;
                     }
+                    out.borrow_mut().report.totals.settle(e);
+                    let gathered = out.borrow();
                     let parts = Parts {
                         dedup: &handles.0,
                         index: &handles.1,
                         mark,
-                        report: (me == 0).then(|| out.borrow().report()),
+                        report: (me == 0).then_some(&gathered.report),
                     };
                     if let Err(e) = parts.write(c, me as u32, t) {
                         eprintln!("trace_dedup: checkpoint at tick {t} not written: {e}");
                     }
+                    drop(gathered);
                     next_ckpt = Some(c.next_after(t.max(b)));
                 }
                 // At most `in_flight` epochs in flight: buffers stay bounded, and a round trip
                 // between processes per epoch is not waited for.
                 let behind = e.saturating_sub(job.in_flight) * epoch;
                 worker.step_while(|| probe.less_than(&behind));
+                // every worker's statistics of the epochs before `behind` are in
+                out.borrow_mut()
+                    .report
+                    .totals
+                    .settle(e.saturating_sub(job.in_flight));
                 bar.set_position(tally.records);
             }
             if ckpt.is_some() {
@@ -381,31 +390,19 @@ struct Parts<'a> {
     dedup: &'a DedupCheckpoint,
     index: &'a IndexCheckpoint,
     mark: SourceMark,
-    report: Option<Report>,
+    report: Option<&'a Report>,
 }
 
 impl Parts<'_> {
     fn write(&self, c: &Checkpoints, me: u32, t: u64) -> Result<(), CheckpointError> {
-        c.write("dedup", me, t, &self.dedup.snapshot(t)?.to_bytes()?)?;
-        c.write("index", me, t, &self.index.snapshot_bytes(t)?)?;
-        c.write("source", me, t, &to_bytes("source", &self.mark)?)?;
-        if let Some(r) = &self.report {
-            c.write(REPORT, me, t, &to_bytes(REPORT, r)?)?;
+        self.dedup.write(&c.store, &c.header("dedup", me, t))?;
+        self.index.write(&c.store, &c.header("index", me, t))?;
+        c.write("source", me, t, &self.mark)?;
+        if let Some(r) = self.report {
+            c.write(REPORT, me, t, r)?;
             c.prune()?;
         }
         Ok(())
-    }
-}
-
-impl Gathered {
-    /// What a checkpoint keeps of the report gathered so far.
-    fn report(&self) -> Report {
-        Report {
-            dedup: self.dedup.clone(),
-            index: self.index.clone(),
-            digests: self.digests.clone(),
-            passed: self.passed.clone(),
-        }
     }
 }
 
@@ -435,19 +432,11 @@ impl Pace {
     }
 }
 
-/// An epoch's dedup stats as the report keeps them: without the per-shard slices (the report
-/// does not use them), so a long stream's report grows by a few dozen bytes an epoch.
+/// An epoch's dedup stats as `--plot` keeps them: without the per-shard slices (the plot does
+/// not use them), so a long stream's report grows by a few dozen bytes an epoch.
 fn compact_dedup(s: &DedupStats) -> DedupStats {
     DedupStats {
         slices: Vec::new(),
-        ..s.clone()
-    }
-}
-
-/// An epoch's index stats as the report keeps them: without the per-level fill.
-fn compact_index(s: &EpochStats) -> EpochStats {
-    EpochStats {
-        levels: Vec::new(),
         ..s.clone()
     }
 }

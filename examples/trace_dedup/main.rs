@@ -18,6 +18,7 @@ mod exact;
 mod peers;
 mod plot;
 mod source;
+mod totals;
 mod verify;
 
 use checkpoint::Checkpoints;
@@ -222,6 +223,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
         dedup,
         index,
         collect_passed: args.verify || args.out.is_some(),
+        collect_epochs: args.plot.is_some(),
         progress: !args.json,
         in_flight: args.in_flight,
     };
@@ -239,14 +241,15 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
         return Err(JobError::NoRecords { input: plan.name() });
     }
     let sum = |f: fn(&dataflow::WorkerTally) -> u64| g.tallies.iter().map(f).sum::<u64>();
-    let unique_out: u64 = g.dedup.iter().map(|s| s.passed).sum();
-    let dropped: u64 = g.dedup.iter().map(|s| s.dropped).sum();
+    let totals = &g.report.totals;
+    let unique_out = totals.passed;
+    let dropped = totals.dropped;
     // The whole input again, for the exact answers and `--out` (not part of the timed job).
     let all: Option<Vec<source::Rec>> = (args.verify || args.out.is_some())
         .then(|| plan.reader(0, 1, true).collect::<Result<Vec<_>, _>>())
         .transpose()?;
     let passed = all.as_ref().map(|all| {
-        let set: std::collections::HashSet<u64> = g.passed.iter().copied().collect();
+        let set: std::collections::HashSet<u64> = g.report.passed.iter().copied().collect();
         all.iter()
             .map(|r| set.contains(&r.seq))
             .collect::<Vec<bool>>()
@@ -255,17 +258,16 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
         (Some(all), Some(p)) if args.verify => Some(verify::verify(all, p, window, slack)),
         _ => None,
     };
-    let dedup_bytes = g.dedup.iter().map(|s| s.bytes_sent).sum::<u64>();
-    let index_bytes = g.index.iter().map(|s| s.local.bytes_sent).sum::<u64>();
+    let (dedup_bytes, index_bytes) = (totals.dedup_bytes, totals.index_bytes);
     let routed_bytes = sum(|t| t.routed_bytes);
     let bytes = dedup_bytes + index_bytes + routed_bytes;
-    let dedup_bits = peak_dedup_bits(&g.dedup);
-    let index_bits = g.index.iter().map(|s| s.merged_bits).max().unwrap_or(0);
-    let digest = g.digests.iter().max().map(|&(_, d)| format!("{d:016x}"));
+    let dedup_bits = totals.peak_dedup_bits();
+    let index_bits = totals.index_bits;
+    let digest = totals.digest.map(|(_, d)| format!("{d:016x}"));
     let exact_records = all.as_deref().filter(|_| args.verify);
     let answers: Vec<serde_json::Value> = g_answers(&g, &queries, exact_records);
-    let late = sum(|t| t.late) + g.dedup.iter().map(|s| s.late).sum::<u64>();
-    let not_indexed = not_indexed(&g.index);
+    let late = sum(|t| t.late) + totals.late;
+    let not_indexed = not_indexed(&totals.not_indexed);
 
     if let (Some(path), Some(all), Some(p)) = (&args.out, &all, &passed) {
         write_out(path, all, p).map_err(|e| JobError::Output {
@@ -275,7 +277,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
         })?;
     }
     if let Some(path) = &args.plot {
-        let points = epoch_points(&g.dedup, epoch, args.unit);
+        let points = epoch_points(&g.report.epochs, epoch, args.unit);
         plot::write(path, &format!("trace_dedup: {}", plan.name()), &points).map_err(|e| {
             JobError::Output {
                 flag: "plot",
@@ -395,10 +397,12 @@ fn peak_rss_bytes() -> Option<u64> {
 }
 
 /// Records the index refused, by reason (`beyond_horizon`: past `--index-partitions` hours).
-fn not_indexed(stats: &[chronobloom::operators::stats::EpochStats]) -> BTreeMap<&'static str, u64> {
+fn not_indexed(
+    by_reason: &BTreeMap<chronobloom::operators::stats::RejectReason, u64>,
+) -> BTreeMap<&'static str, u64> {
     use chronobloom::operators::stats::RejectReason;
     let mut out = BTreeMap::new();
-    for (reason, n) in stats.iter().flat_map(|s| &s.local.rejected) {
+    for (reason, n) in by_reason {
         let name = match reason {
             RejectReason::BeyondHorizon => "beyond_horizon",
             RejectReason::BufferFull => "buffer_full",
@@ -407,15 +411,6 @@ fn not_indexed(stats: &[chronobloom::operators::stats::EpochStats]) -> BTreeMap<
         *out.entry(name).or_default() += n;
     }
     out
-}
-
-/// The largest total over epochs of the bits the workers' dedup filters held.
-fn peak_dedup_bits(stats: &[chronobloom::operators::dedup::stats::DedupStats]) -> u64 {
-    let mut per_epoch: BTreeMap<u64, u64> = BTreeMap::new();
-    for s in stats {
-        *per_epoch.entry(s.epoch).or_default() += s.local_bits + s.view_bits;
-    }
-    per_epoch.into_values().max().unwrap_or(0)
 }
 
 fn epoch_points(

@@ -17,7 +17,7 @@
 
 use super::error::CheckpointError;
 use std::path::Path;
-use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
+use xxhash_rust::xxh3::xxh3_64;
 
 /// The first bytes of every checkpoint file.
 pub const MAGIC: &[u8; 8] = b"CHRBLMCP";
@@ -52,18 +52,16 @@ pub struct Header {
 /// assert_eq!((back, payload), (h, &b"state"[..]));
 /// ```
 pub fn encode(header: &Header, payload: &[u8]) -> Result<Vec<u8>, CheckpointError> {
-    let mut out = header_bytes(header, payload.len())?;
+    let mut out = header_bytes(header, payload.len() as u64)?;
     out.extend_from_slice(payload);
     let sum = xxh3_64(&out);
     out.extend_from_slice(&sum.to_le_bytes());
     Ok(out)
 }
 
-/// The bytes before the payload; the checksum is [`checksum`] of them and the payload.
-pub(crate) fn header_bytes(
-    header: &Header,
-    payload_len: usize,
-) -> Result<Vec<u8>, CheckpointError> {
+/// The bytes before a payload of `payload_len` bytes; the checksum is the xxh3-64 of them and the
+/// payload.
+pub(crate) fn header_bytes(header: &Header, payload_len: u64) -> Result<Vec<u8>, CheckpointError> {
     let name = header.part.as_bytes();
     if name.is_empty() || name.len() > MAX_PART_NAME || !header.part.is_ascii() {
         return Err(CheckpointError::state(
@@ -83,16 +81,8 @@ pub(crate) fn header_bytes(
     out.extend_from_slice(&header.workers.to_le_bytes());
     out.extend_from_slice(&header.boundary.to_le_bytes());
     out.extend_from_slice(&header.job.to_le_bytes());
-    out.extend_from_slice(&(payload_len as u64).to_le_bytes());
+    out.extend_from_slice(&payload_len.to_le_bytes());
     Ok(out)
-}
-
-/// The checksum of a header's bytes followed by the payload.
-pub(crate) fn checksum(header: &[u8], payload: &[u8]) -> u64 {
-    let mut h = Xxh3Default::new();
-    h.update(header);
-    h.update(payload);
-    h.digest()
 }
 
 /// Decodes and verifies one file's bytes (`path` only names it in errors): the header and a view

@@ -22,6 +22,7 @@
 mod error;
 pub mod format;
 mod store;
+mod stream;
 
 pub use error::CheckpointError;
 pub use format::{decode, encode, Header};

@@ -2,9 +2,11 @@
 //! written atomically; the newest complete checkpoint found and verified; older ones pruned.
 
 use super::error::CheckpointError;
-use super::format::{checksum, decode, header_bytes, Header};
+use super::format::{decode, header_bytes, Header};
+use super::stream::HashingWriter;
+use serde::Serialize;
 use std::fs;
-use std::io::Write;
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// A checkpoint directory shared by every worker of a job (on one machine, or a shared file
@@ -38,6 +40,8 @@ pub struct Scan {
 }
 
 const DIR_PREFIX: &str = "ckpt-";
+/// Bytes buffered between a payload's serializer and its file.
+const WRITE_BUFFER: usize = 64 * 1024;
 
 impl CheckpointStore {
     /// Opens (creating if needed) a checkpoint directory.
@@ -66,19 +70,62 @@ impl CheckpointStore {
     /// Writes one part atomically: to a temporary file, synced, renamed into place, directory
     /// synced. A reader sees the whole file or none.
     pub fn write(&self, header: &Header, payload: &[u8]) -> Result<PathBuf, CheckpointError> {
-        let head = header_bytes(header, payload.len())?;
-        let sum = checksum(&head, payload).to_le_bytes();
+        self.write_with(header, "checkpoint", payload.len() as u64, |w| {
+            w.write_all(payload)
+        })
+    }
+
+    /// Writes one part as [`Self::write`] does, the payload being `state` serialized as
+    /// [`to_bytes`](super::to_bytes) would serialize it (the file is byte for byte the same),
+    /// but straight into the file: the payload is never held in memory. `operator` names the
+    /// state in errors.
+    pub fn write_state<T: Serialize + ?Sized>(
+        &self,
+        header: &Header,
+        operator: &'static str,
+        state: &T,
+    ) -> Result<PathBuf, CheckpointError> {
+        let len = bincode::serialized_size(state)
+            .map_err(|e| CheckpointError::state(operator, e.to_string()))?;
+        self.write_with(header, operator, len, |w| {
+            bincode::serialize_into(w, state).map_err(|e| match *e {
+                bincode::ErrorKind::Io(e) => e,
+                other => io::Error::other(other.to_string()),
+            })
+        })
+    }
+
+    /// The atomic write of a payload of `len` bytes that `fill` writes; the file is refused
+    /// (left as a temporary file) if `fill` writes another number of bytes.
+    fn write_with(
+        &self,
+        header: &Header,
+        operator: &'static str,
+        len: u64,
+        fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<PathBuf, CheckpointError> {
+        let head = header_bytes(header, len)?;
         let dir = self.checkpoint_dir(header.boundary);
         fs::create_dir_all(&dir).map_err(|e| CheckpointError::io(&dir, e))?;
         let path = self.path(header.boundary, &header.part, header.worker);
         let tmp = path.with_extension("ckpt.tmp");
-        let mut f = fs::File::create(&tmp).map_err(|e| CheckpointError::io(&tmp, e))?;
-        f.write_all(&head)
-            .and_then(|()| f.write_all(payload))
-            .and_then(|()| f.write_all(&sum))
-            .and_then(|()| f.sync_all())
+        let f = fs::File::create(&tmp).map_err(|e| CheckpointError::io(&tmp, e))?;
+        let mut w = HashingWriter::new(BufWriter::with_capacity(WRITE_BUFFER, f));
+        w.write_all(&head)
+            .and_then(|()| fill(&mut w))
             .map_err(|e| CheckpointError::io(&tmp, e))?;
-        drop(f);
+        let payload = w.written() - head.len() as u64;
+        if payload != len {
+            return Err(CheckpointError::state(
+                operator,
+                format!("serialized to {payload} bytes, {len} announced"),
+            ));
+        }
+        let (sum, mut w) = w.finish();
+        w.write_all(&sum.to_le_bytes())
+            .and_then(|()| w.into_inner().map_err(io::IntoInnerError::into_error))
+            .and_then(|f| f.sync_all())
+            .map_err(|e| CheckpointError::io(&tmp, e))?;
         fs::rename(&tmp, &path).map_err(|e| CheckpointError::io(&path, e))?;
         sync_dir(&dir)?;
         Ok(path)
@@ -95,8 +142,10 @@ impl CheckpointStore {
         job: u64,
     ) -> Result<(Header, Vec<u8>), CheckpointError> {
         let path = self.path(boundary, part, worker);
-        let bytes = fs::read(&path).map_err(|e| CheckpointError::io(&path, e))?;
+        let mut bytes = fs::read(&path).map_err(|e| CheckpointError::io(&path, e))?;
         let (h, payload) = decode(&path, &bytes)?;
+        // The payload ends where the checksum starts: it is kept in place, not copied.
+        let payload = bytes.len() - 8 - payload.len()..bytes.len() - 8;
         let check = |what: &'static str, found: String, expected: String| {
             if found == expected {
                 Ok(())
@@ -118,8 +167,9 @@ impl CheckpointStore {
         check("part", h.part.clone(), part.to_owned())?;
         check("worker", h.worker.to_string(), worker.to_string())?;
         check("boundary", h.boundary.to_string(), boundary.to_string())?;
-        let payload = payload.to_vec();
-        Ok((h, payload))
+        bytes.truncate(payload.end);
+        bytes.drain(..payload.start);
+        Ok((h, bytes))
     }
 
     /// Boundaries of the checkpoints in the directory, newest first (complete or not).
@@ -250,6 +300,21 @@ mod tests {
         assert!(s.all_present(20, &expected));
         assert_eq!(s.prune_before(20).expect("prune"), 1);
         assert_eq!(s.boundaries().expect("list"), vec![20]);
+    }
+
+    #[test]
+    fn state_written_straight_into_the_file_is_the_encoded_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let s = CheckpointStore::open(dir.path()).expect("open");
+        let state: (u64, Vec<Option<String>>, [u8; 3]) =
+            (7, vec![Some("x".repeat(100_000)), None], [1, 2, 3]);
+        let h = header("state", 1, 30);
+        let path = s.write_state(&h, "state", &state).expect("write");
+        let payload = crate::checkpoint::to_bytes("state", &state).expect("bytes");
+        let file = fs::read(&path).expect("read");
+        assert_eq!(file, super::super::encode(&h, &payload).expect("encode"));
+        let (_, back) = s.read(30, "state", 1, 2, 1).expect("read back");
+        assert_eq!(back, payload);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! resolved exactly, stats sealed per epoch.
 
 use super::config::{shard_of_fp, DedupConfig, DedupMode};
-use super::resume::DedupSnapshot;
+use super::resume::{DedupSnapshot, DedupSnapshotRef, Export};
 use super::route::Fingerprinted;
 use super::shard::{Found, ShardFilter};
 use super::stats::{DedupStats, Slice, SliceStats};
@@ -17,6 +17,10 @@ use std::collections::{BTreeMap, HashMap};
 use timely::dataflow::operators::Capability;
 use timely::progress::frontier::MutableAntichain;
 use timely::ExchangeData;
+
+/// Emptied epoch buffers a worker keeps: enough for the epochs pending at once with a few epochs
+/// in flight.
+const SPARE_BUFFERS: usize = 4;
 
 /// An epoch whose records wait for the frontier to pass it.
 pub(super) struct PendingEpoch<D> {
@@ -61,6 +65,10 @@ pub(super) struct DecideState<D> {
     keyed: Vec<(u32, usize)>,
     /// Records of the last decided epoch.
     last_epoch_len: usize,
+    /// Emptied record buffers of decided epochs, for the next epochs (at most
+    /// [`SPARE_BUFFERS`]): an epoch's buffer is megabytes at a steady rate, and allocating
+    /// and freeing one an epoch made the resident memory follow how many epochs were pending.
+    spare: Vec<Vec<Fingerprinted<D>>>,
     /// Keys of received view deltas that could not be inserted (not yet in any epoch's stats).
     unplaced: u64,
     /// Open epochs of a restored checkpoint, reopened when the operator is built.
@@ -98,6 +106,7 @@ impl<D: ExchangeData> DecideState<D> {
             order: Vec::new(),
             keyed: Vec::new(),
             last_epoch_len: 0,
+            spare: Vec::new(),
             unplaced: 0,
             carried: Vec::new(),
             delta_frontier: 0,
@@ -149,9 +158,10 @@ impl<D: ExchangeData> DecideState<D> {
                     let (first, last) = (self.config.epoch_start(e), self.config.epoch_last(e));
                     let at = first.max(ts);
                     let reserve = self.last_epoch_len;
+                    let spare = &mut self.spare;
                     let slot = self.pending.entry(e).or_insert_with(|| PendingEpoch {
                         cap: pass_cap(at),
-                        records: Vec::with_capacity(reserve),
+                        records: spare.pop().unwrap_or_else(|| Vec::with_capacity(reserve)),
                     });
                     if *slot.cap.time() > at {
                         slot.cap = pass_cap(at);
@@ -263,6 +273,15 @@ impl<D: ExchangeData> DecideState<D> {
         }
     }
 
+    /// Keeps a decided epoch's emptied buffer for a later epoch, unless enough are kept or it is
+    /// more than twice the size the last epoch needed (a burst's).
+    fn keep_spare(&mut self, mut records: Vec<Fingerprinted<D>>) {
+        records.clear();
+        if self.spare.len() < SPARE_BUFFERS && records.capacity() <= 2 * self.last_epoch_len {
+            self.spare.push(records);
+        }
+    }
+
     /// Decides epoch `e`'s records (see the module docs) and returns those that pass.
     pub fn decide(&mut self, e: u64, mut records: Vec<Fingerprinted<D>>) -> Vec<(Tick, D)> {
         self.apply_view(e);
@@ -328,12 +347,15 @@ impl<D: ExchangeData> DecideState<D> {
         let same_tick = self.resolve_repeats(&records, &mut repeats, &mut fresh);
         let total = records.len() as u64;
         self.last_epoch_len = records.len();
-        let mut i = 0;
-        records.retain(|_| {
-            i += 1;
-            fresh[i - 1]
-        });
-        let passed: Vec<(Tick, D)> = records.into_iter().map(|(t, _, d)| (t, d)).collect();
+        let fresh_here = &fresh[..records.len()];
+        let mut passed = Vec::with_capacity(fresh_here.iter().filter(|&&f| f).count());
+        passed.extend(
+            records
+                .drain(..)
+                .zip(fresh_here)
+                .filter_map(|((t, _, d), &f)| f.then_some((t, d))),
+        );
+        self.keep_spare(records);
         self.fresh = fresh;
         self.repeats = repeats;
         if let Some(epoch) = self.epochs.get_mut(&e) {
@@ -422,57 +444,6 @@ impl<D: ExchangeData> DecideState<D> {
             }
         }
         dropped
-    }
-
-    /// The state a checkpoint at `boundary` keeps (see [`crate::checkpoint`]): refused while an
-    /// epoch before the boundary is buffered or its statistics are not out.
-    pub fn export(&self, boundary: Tick) -> Result<DedupSnapshot, CheckpointError> {
-        let held = |what: &str, e: Option<u64>| CheckpointError::NotQuiescent {
-            operator: "dedup",
-            boundary,
-            reason: format!("{what} of epoch {} still held", e.unwrap_or(0)),
-        };
-        if !self.pending.is_empty() {
-            return Err(held("records", self.pending.keys().next().copied()));
-        }
-        // Epochs at or after the boundary may be open with the bytes of view deltas received
-        // for them (`Local`); their statistics are carried over.
-        if self.view.is_some() && self.delta_frontier <= boundary {
-            return Err(CheckpointError::NotQuiescent {
-                operator: "dedup",
-                boundary,
-                reason: "view deltas up to the boundary may still be in flight".into(),
-            });
-        }
-        let first = self.config.epoch_of(boundary);
-        if let Some(&e) = self.epochs.keys().next().filter(|&&e| e < first) {
-            return Err(held("statistics", Some(e)));
-        }
-        let carried = self
-            .epochs
-            .iter()
-            .map(|(&e, o)| (e, o.stats.clone(), o.bytes_in))
-            .collect();
-        let mut shards = Vec::with_capacity(self.shards.len());
-        for slot in &self.shards {
-            shards.push(match slot {
-                None => None,
-                Some(ShardFilter::Compact(f)) => Some((**f).clone()),
-                Some(ShardFilter::ExactEdge(_)) => {
-                    return Err(CheckpointError::state(
-                        "dedup",
-                        "exact-edge tick filters are not checkpointed; use the compact state",
-                    ))
-                }
-            });
-        }
-        Ok(DedupSnapshot {
-            boundary,
-            shards,
-            view: self.view.clone(),
-            unplaced: self.unplaced,
-            carried,
-        })
     }
 
     /// Replaces the (fresh) state with a checkpoint's, after checking it fits the configuration
@@ -630,6 +601,59 @@ impl<D: ExchangeData> DecideState<D> {
             }
         }
         s
+    }
+}
+
+impl<D> Export for DecideState<D> {
+    /// The state a checkpoint at `boundary` keeps (see [`crate::checkpoint`]), borrowed: refused
+    /// while an epoch before the boundary is buffered or its statistics are not out.
+    fn export(&self, boundary: Tick) -> Result<DedupSnapshotRef<'_>, CheckpointError> {
+        let held = |what: &str, e: Option<u64>| CheckpointError::NotQuiescent {
+            operator: "dedup",
+            boundary,
+            reason: format!("{what} of epoch {} still held", e.unwrap_or(0)),
+        };
+        if !self.pending.is_empty() {
+            return Err(held("records", self.pending.keys().next().copied()));
+        }
+        // Epochs at or after the boundary may be open with the bytes of view deltas received
+        // for them (`Local`); their statistics are carried over.
+        if self.view.is_some() && self.delta_frontier <= boundary {
+            return Err(CheckpointError::NotQuiescent {
+                operator: "dedup",
+                boundary,
+                reason: "view deltas up to the boundary may still be in flight".into(),
+            });
+        }
+        let first = self.config.epoch_of(boundary);
+        if let Some(&e) = self.epochs.keys().next().filter(|&&e| e < first) {
+            return Err(held("statistics", Some(e)));
+        }
+        let carried = self
+            .epochs
+            .iter()
+            .map(|(&e, o)| (e, o.stats.clone(), o.bytes_in))
+            .collect();
+        let mut shards = Vec::with_capacity(self.shards.len());
+        for slot in &self.shards {
+            shards.push(match slot {
+                None => None,
+                Some(ShardFilter::Compact(f)) => Some(&**f),
+                Some(ShardFilter::ExactEdge(_)) => {
+                    return Err(CheckpointError::state(
+                        "dedup",
+                        "exact-edge tick filters are not checkpointed; use the compact state",
+                    ))
+                }
+            });
+        }
+        Ok(DedupSnapshotRef {
+            boundary,
+            shards,
+            view: self.view.as_ref(),
+            unplaced: self.unplaced,
+            carried,
+        })
     }
 }
 

@@ -300,11 +300,8 @@ fn build<'scope, D: ExchangeData>(
     };
     let (handle, deltas) = scope.feedback::<Vec<ViewDelta>>(1);
     let shared = Rc::new(RefCell::new(state));
-    let checkpoint = {
-        let shared = Rc::clone(&shared);
-        DedupCheckpoint {
-            export: Box::new(move |boundary| shared.borrow().export(boundary)),
-        }
+    let checkpoint = DedupCheckpoint {
+        state: Rc::clone(&shared) as Rc<RefCell<dyn resume::Export>>,
     };
     // Two outputs, so that passed records go out as whole containers, never one by one.
     let mut builder = OperatorBuilder::new("Dedup".to_owned(), scope);

@@ -4,11 +4,12 @@
 use super::digest::DigestTable;
 use super::local_state::LocalState;
 use super::state::{MergedSnapshot, MergedSnapshotRef, MergedState};
-use crate::checkpoint::{from_bytes, to_bytes, CheckpointError};
+use crate::checkpoint::{from_bytes, to_bytes, CheckpointError, CheckpointStore, Header};
 use chronobloom_core::temporal::{Allocation, Pbf2, Tick};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::rc::Rc;
 
 /// A worker's local index at a boundary: its per-partition filters and their allocations.
@@ -113,16 +114,37 @@ impl IndexCheckpoint {
     /// [`Self::snapshot`]`(boundary)?.to_bytes()`, serialized straight from the running state
     /// (no copy of the filters first).
     pub fn snapshot_bytes(&self, boundary: Tick) -> Result<Vec<u8>, CheckpointError> {
+        self.with_view(boundary, |view| to_bytes("index", view))
+    }
+
+    /// Writes the state at `header.boundary` to `store` as the file [`CheckpointStore::write`]
+    /// would write for [`Self::snapshot_bytes`], serialized straight from the running state into
+    /// the file: neither a copy of the filters nor the payload is held in memory.
+    pub fn write(
+        &self,
+        store: &CheckpointStore,
+        header: &Header,
+    ) -> Result<PathBuf, CheckpointError> {
+        self.with_view(header.boundary, |view| {
+            store.write_state(header, "index", view)
+        })
+    }
+
+    /// `f` of the state at `boundary`, borrowed from the running state.
+    fn with_view<R>(
+        &self,
+        boundary: Tick,
+        f: impl FnOnce(&IndexSnapshotRef<'_>) -> Result<R, CheckpointError>,
+    ) -> Result<R, CheckpointError> {
         let local = self.cells.local.borrow();
         let merged = self.cells.merged.borrow();
         let digest = self.cells.digest.borrow();
-        let view = IndexSnapshotRef {
+        f(&IndexSnapshotRef {
             boundary,
             local: local.export_ref(boundary)?,
             merged: merged.export_ref(),
             digest: &digest,
-        };
-        to_bytes("index", &view)
+        })
     }
 }
 
