@@ -1,8 +1,8 @@
 //! Checkpoints of the dedup and index operators: a run stopped at a boundary and resumed from
 //! its snapshots (through the checkpoint file format) passes exactly the records, and reaches
 //! exactly the per-epoch digests, of an uninterrupted run — for 1 and 2 workers, both dedup modes
-//! and both index placements. Snapshots that do not fit are refused; a snapshot taken before the
-//! probe has passed the boundary is refused.
+//! and both index placements, compact and exact-edge dedup state. Snapshots that do not fit are
+//! refused; a snapshot taken before the probe has passed the boundary is refused.
 #![allow(clippy::unwrap_used)]
 
 use chronobloom::operators::checkpoint::{decode, encode, CheckpointStore, Header};
@@ -31,12 +31,17 @@ fn records(n: u64) -> Vec<(u64, u64)> {
         .collect()
 }
 
-fn configs(mode: DedupMode, placement: Placement) -> (DedupConfig, IndexConfig) {
+/// The dedup mode, the index placement, and whether the dedup keeps exact edges (tick filters).
+type Variant = (DedupMode, Placement, bool);
+
+fn configs((mode, placement, exact): Variant) -> (DedupConfig, IndexConfig) {
     let dedup = DedupConfig::builder()
         .window(120)
         .epoch_len(EPOCH)
         .shards(8)
         .mode(mode)
+        .exact_edge(exact)
+        .expected_items_per_window(2_000)
         .seed(5)
         .build()
         .unwrap();
@@ -64,8 +69,7 @@ type Outcome = (Vec<(u64, u64)>, Vec<(u32, u64, u64)>, Saved);
 /// restoring `restore` first and snapshotting at `stop`.
 fn run(
     workers: usize,
-    mode: DedupMode,
-    placement: Placement,
+    variant: Variant,
     from: u64,
     stop: Option<u64>,
     restore: Option<Saved>,
@@ -77,7 +81,7 @@ fn run(
     let (p, d, s) = (passed.clone(), digests.clone(), saved.clone());
     timely::execute(timely::Config::process(workers), move |worker| {
         let (me, peers) = (worker.index(), worker.peers());
-        let (dedup_cfg, index_cfg) = configs(mode, placement);
+        let (dedup_cfg, index_cfg) = configs(variant);
         let restored = restore.as_ref().map(|r| {
             let (dh, dp) = decode(Path::new("dedup"), &r[me].0).unwrap();
             let (ih, ip) = decode(Path::new("index"), &r[me].1).unwrap();
@@ -174,17 +178,17 @@ fn run(
     (passed, digests, saved)
 }
 
-fn check_resume(workers: usize, mode: DedupMode, placement: Placement) {
-    let (all, all_digests, _) = run(workers, mode, placement, 0, None, None);
-    let (before, before_digests, saved) = run(workers, mode, placement, 0, Some(BOUNDARY), None);
-    let (after, after_digests, _) = run(workers, mode, placement, BOUNDARY, None, Some(saved));
+fn check_resume(workers: usize, variant: Variant) {
+    let (all, all_digests, _) = run(workers, variant, 0, None, None);
+    let (before, before_digests, saved) = run(workers, variant, 0, Some(BOUNDARY), None);
+    let (after, after_digests, _) = run(workers, variant, BOUNDARY, None, Some(saved));
     let mut resumed = before.clone();
     resumed.extend(after.iter().copied());
     resumed.sort_unstable();
     assert!(!before.is_empty() && !after.is_empty());
     assert_eq!(
         resumed, all,
-        "{workers} workers, {mode:?}, {placement:?}: passed records"
+        "{workers} workers, {variant:?}: passed records"
     );
     let mut digests = before_digests;
     digests.extend(after_digests);
@@ -196,8 +200,11 @@ fn check_resume(workers: usize, mode: DedupMode, placement: Placement) {
 #[test]
 fn resumed_runs_equal_uninterrupted_runs() {
     for workers in [1, 2] {
-        check_resume(workers, DedupMode::ByKey, Placement::Sharded);
-        check_resume(workers, DedupMode::Local, Placement::Replicated);
+        check_resume(workers, (DedupMode::ByKey, Placement::Sharded, false));
+        check_resume(workers, (DedupMode::Local, Placement::Replicated, false));
+        // the exact-edge tick filters are checkpointed too
+        check_resume(workers, (DedupMode::ByKey, Placement::Sharded, true));
+        check_resume(workers, (DedupMode::Local, Placement::Replicated, true));
     }
 }
 
@@ -205,8 +212,7 @@ fn resumed_runs_equal_uninterrupted_runs() {
 fn a_snapshot_of_another_worker_count_or_shape_is_refused() {
     let (_, _, saved) = run(
         2,
-        DedupMode::Local,
-        Placement::Sharded,
+        (DedupMode::Local, Placement::Sharded, false),
         0,
         Some(BOUNDARY),
         None,
@@ -215,8 +221,7 @@ fn a_snapshot_of_another_worker_count_or_shape_is_refused() {
     let caught = std::panic::catch_unwind(|| {
         run(
             1,
-            DedupMode::Local,
-            Placement::Sharded,
+            (DedupMode::Local, Placement::Sharded, false),
             BOUNDARY,
             None,
             Some(saved),
@@ -227,8 +232,7 @@ fn a_snapshot_of_another_worker_count_or_shape_is_refused() {
         Path::new("i"),
         &run(
             1,
-            DedupMode::ByKey,
-            Placement::Sharded,
+            (DedupMode::ByKey, Placement::Sharded, false),
             0,
             Some(BOUNDARY),
             None,

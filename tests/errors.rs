@@ -2386,14 +2386,28 @@ mod checkpoints {
     }
 
     #[test]
-    fn k09_exact_edge_checkpoints_refused() {
-        let out = run(&["--checkpoint-dir", "/nonexistent-ck", "--exact-edge"]);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2));
+    fn k09_compact_snapshot_into_exact_edge_refused() {
+        let snap = snapshot(8, true).unwrap();
+        let exact = DedupConfig::builder()
+            .window(50)
+            .epoch_len(10)
+            .shards(8)
+            .exact_edge(true)
+            .expected_items_per_window(1_000)
+            .build()
+            .unwrap();
+        let e = timely::execute_directly(move |worker| {
+            worker.dataflow::<u64, _, _>(|scope| {
+                let (_input, recs) = scope.new_input::<Vec<(u64, u64)>>();
+                recs.dedup_timed_resumable(&exact, |k: &u64| *k, Some(snap))
+                    .map(|_| ())
+            })
+        })
+        .unwrap_err();
         assert_eq!(
-            stderr,
-            "trace_dedup: --checkpoint-dir needs the compact window state: the tick filters of \
-             --exact-edge are not checkpointed\n"
+            e.to_string(),
+            "checkpointed state of dedup cannot be restored: a compact shard filter, and the \
+             configuration has exact edges"
         );
     }
 

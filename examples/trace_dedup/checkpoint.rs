@@ -92,9 +92,6 @@ impl Checkpoints {
         let Some(dir) = &args.checkpoint_dir else {
             return Ok(None);
         };
-        if args.exact_edge {
-            return Err(JobError::CheckpointExactEdge);
-        }
         let store = CheckpointStore::open(dir)?;
         let job = fingerprint(args);
         let expected = expected_parts(workers);

@@ -114,12 +114,6 @@ pub enum JobError {
     /// Reading the input failed.
     #[error(transparent)]
     Trace(#[from] TraceError),
-    /// `--checkpoint-dir` with `--exact-edge`, whose tick filters are not checkpointed.
-    #[error(
-        "--checkpoint-dir needs the compact window state: the tick filters of --exact-edge are \
-         not checkpointed"
-    )]
-    CheckpointExactEdge,
     /// A checkpoint directory or file that cannot be used.
     #[error(transparent)]
     Checkpoint(#[from] chronobloom::operators::checkpoint::CheckpointError),

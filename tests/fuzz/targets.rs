@@ -18,7 +18,8 @@ use chronobloom::core::matrix::{MatrixBloom, MatrixPbf};
 use chronobloom::core::sketch::{CountMinSketch, FmSketch};
 use chronobloom::core::temporal::{Allocation, Pbf1, Pbf2, Sbf};
 use chronobloom::core::window::{
-    Apbf, GenerationSlices, SlidingBloomFilter, TaggedCuckooFilter, TimeLimitedBloomFilter,
+    Apbf, GenerationSlices, SlidingBloomFilter, TaggedCuckooFilter, TickFilter,
+    TimeLimitedBloomFilter,
 };
 use chronobloom::operators::PartitionSketch;
 use chronobloom::trace::{parse_duration, FlowKey};
@@ -42,6 +43,7 @@ pub fn all() -> Vec<Target> {
         target::<Apbf>("apbf"),
         target::<TimeLimitedBloomFilter>("time-limited"),
         target::<SlidingBloomFilter>("sliding"),
+        target::<TickFilter>("tick-filter"),
         target::<TaggedCuckooFilter>("tagged-cuckoo"),
         target::<GenerationSlices>("generation-slices"),
         target::<FmSketch>("fm-sketch"),

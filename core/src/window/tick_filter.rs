@@ -35,6 +35,9 @@ use crate::error::{Error, Result};
 use crate::hash::mix64;
 use crate::prefetch::prefetch;
 use crate::temporal::Tick;
+use serde::Deserialize;
+
+mod serde_form;
 
 /// Lines sampled to estimate the occupancy of a filter (per shard and epoch).
 const OCCUPANCY_LINES: usize = 4;
@@ -250,7 +253,11 @@ fn blocked_fpr(items: f64, lines: f64, g: &[f64]) -> f64 {
 /// assert!(f.seen(fp, 69)); // 59 ticks later: inside (9, 69]
 /// assert!(!f.seen(fp, 70)); // exactly W later: forgotten
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Read back with serde, the filter is checked: the cell width its window needs, the hash count,
+/// whole lines, and no cell after the latest insert.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "serde_form::TickFilterRepr")]
 pub struct TickFilter {
     hashes: u32,
     cells: Cells,
@@ -483,6 +490,25 @@ impl TickFilter {
     /// Number of cells per key, `k`.
     pub fn hashes(&self) -> u32 {
         self.hashes
+    }
+
+    /// The window, in ticks.
+    pub fn window(&self) -> Tick {
+        self.window
+    }
+
+    /// The latest tick inserted, `None` before the first insert.
+    pub fn latest(&self) -> Option<Tick> {
+        self.latest
+    }
+
+    /// The bits [`Self::new`] allocates for `shape` over a window of `window` ticks (whole
+    /// 512-bit lines of cells of the window's width), without allocating them.
+    pub fn memory_bits_for(shape: FilterShape, window: Tick) -> u64 {
+        shape
+            .bits
+            .div_ceil(cells_per_line(window))
+            .saturating_mul(512)
     }
 
     /// Memory held by the cells, in bits.

@@ -1,22 +1,22 @@
 //! Checkpointing the dedup operator: its window state at a boundary, as bytes, and back.
 
 use crate::checkpoint::{from_bytes, to_bytes, CheckpointError, CheckpointStore, Header};
+use crate::dedup::shard::ShardFilter;
 use crate::dedup::stats::DedupStats;
 use crate::dedup::view::WindowView;
 use chronobloom_core::temporal::Tick;
-use chronobloom_core::window::TaggedCuckooFilter;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::path::PathBuf;
 use std::rc::Rc;
 
-/// One worker's dedup state at a checkpoint boundary: its shards' compact filters and the
-/// other workers' keys not yet inserted (`Local`).
+/// One worker's dedup state at a checkpoint boundary: its shards' filters (compact or exact-edge)
+/// and the other workers' keys not yet inserted (`Local`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DedupSnapshot {
     /// Every record before this tick is in the state, none after.
     pub boundary: Tick,
-    pub(super) shards: Vec<Option<TaggedCuckooFilter>>,
+    pub(super) shards: Vec<Option<ShardFilter>>,
     pub(super) view: Option<WindowView>,
     pub(super) unplaced: u64,
     /// Epochs open at the boundary (view deltas received for them): `(epoch, stats, bytes in)`.
@@ -39,7 +39,7 @@ impl DedupSnapshot {
 #[derive(Serialize)]
 pub(super) struct DedupSnapshotRef<'a> {
     pub boundary: Tick,
-    pub shards: Vec<Option<&'a TaggedCuckooFilter>>,
+    pub shards: Vec<Option<&'a ShardFilter>>,
     pub view: Option<&'a WindowView>,
     pub unplaced: u64,
     pub carried: Vec<(u64, DedupStats, u64)>,

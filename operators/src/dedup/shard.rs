@@ -5,6 +5,7 @@ use super::config::DedupConfig;
 use crate::error::{Error, Result};
 use chronobloom_core::temporal::Tick;
 use chronobloom_core::window::{Prior, TaggedCuckooFilter, TickFilter};
+use serde::{Deserialize, Serialize};
 
 /// Largest number of cells in one shard's tick filter.
 pub const MAX_SHARD_CELLS: u64 = 1 << 31;
@@ -21,8 +22,9 @@ pub(super) enum Found {
     Other,
 }
 
-/// A shard's window state.
-#[derive(Debug, Clone)]
+/// A shard's window state (checkpointed as it is: both filters check themselves when read back,
+/// and the restore checks them against the configuration, [`Self::fits`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) enum ShardFilter {
     Compact(Box<TaggedCuckooFilter>),
     ExactEdge(TickFilter),
@@ -68,6 +70,50 @@ impl ShardFilter {
             ShardFilter::Compact(Box::new(f))
         };
         Ok(filter)
+    }
+
+    /// Why this (restored) filter cannot serve `config`, if it cannot: another kind, window,
+    /// slack, rate, seed or tick-filter shape.
+    pub fn fits(&self, config: &DedupConfig) -> std::result::Result<(), String> {
+        let c = config;
+        match self {
+            ShardFilter::Compact(_) if c.exact_edge() => {
+                Err("a compact shard filter, and the configuration has exact edges".into())
+            }
+            ShardFilter::ExactEdge(_) if !c.exact_edge() => {
+                Err("an exact-edge shard filter, and the configuration is compact".into())
+            }
+            ShardFilter::Compact(f) => {
+                if (f.window(), f.slack(), f.seed()) != (c.window(), c.slack(), c.seed())
+                    || f.fpr() != c.fpr()
+                {
+                    return Err(format!(
+                        "a shard has window {}, slack {}, fpr {}, seed {}; the configuration {}, {}, {}, {}",
+                        f.window(), f.slack(), f.fpr(), f.seed(),
+                        c.window(), c.slack(), c.fpr(), c.seed()
+                    ));
+                }
+                Ok(())
+            }
+            ShardFilter::ExactEdge(f) => {
+                let shape = Self::tick_shape(c).map_err(|e| e.to_string())?;
+                let bits = TickFilter::memory_bits_for(shape, c.window());
+                if f.window() != c.window() || f.hashes() != shape.hashes || f.memory_bits() != bits
+                {
+                    return Err(format!(
+                        "a tick filter of window {}, {} hashes, {} bits; the configuration needs \
+                         {}, {}, {}",
+                        f.window(),
+                        f.hashes(),
+                        f.memory_bits(),
+                        c.window(),
+                        shape.hashes,
+                        bits
+                    ));
+                }
+                Ok(())
+            }
+        }
     }
 
     fn hint(config: &DedupConfig) -> u64 {

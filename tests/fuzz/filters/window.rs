@@ -1,11 +1,11 @@
 //! The window filters: age-partitioned, time-limited, sliding (Naor–Yogev), tagged cuckoo,
-//! and generation slices.
+//! generation slices, and the exact-edge tick filter.
 
 use super::{Exercise, KEYS, TICKS};
 use chronobloom::core::hash::KeyHash;
 use chronobloom::core::window::{
-    Apbf, GenerationSlices, SlidingBloomFilter, TaggedCuckooFilter, TimeLimitedBloomFilter,
-    WindowFilter,
+    Apbf, GenerationSlices, SlidingBloomFilter, TaggedCuckooFilter, TickFilter,
+    TimeLimitedBloomFilter, WindowFilter,
 };
 
 /// Inserts a key at each tick the filter takes (ticks only grow, with jumps far ahead): each
@@ -152,5 +152,34 @@ impl Exercise for GenerationSlices {
             let _ = (self.digest(), self.memory_bits(), self.slices().count());
         }
         let _ = self.live_generations();
+    }
+}
+
+impl Exercise for TickFilter {
+    fn samples() -> Vec<Self> {
+        [60, 1_000, 100_000]
+            .into_iter()
+            .map(|window| {
+                let shape = TickFilter::shape_for(50, 0.01, window).expect("valid");
+                let mut f = TickFilter::new(shape, window, 0).expect("valid");
+                for (i, &k) in KEYS.iter().enumerate() {
+                    f.insert(k, i as u64 * 3);
+                }
+                f
+            })
+            .collect()
+    }
+
+    fn exercise(&mut self) {
+        for (i, &t) in TICKS.iter().enumerate() {
+            let k = KEYS[i % KEYS.len()];
+            // an insert at or after the latest one is recorded (earlier ones may be too old)
+            let recorded = self.latest().is_none_or(|l| t >= l);
+            let _ = (self.insert(k, t), self.stale(t));
+            if recorded {
+                assert!(self.seen(k, t), "key {k} inserted at {t} not seen at {t}");
+            }
+            let _ = (self.occupancy(t), self.memory_bits(), self.hashes());
+        }
     }
 }

@@ -118,3 +118,41 @@ fn refuses_bad_shapes() {
     assert!(TickFilter::shape_for(0, 0.01, 10).is_err());
     assert!(TickFilter::shape_for(10, 1.0, 10).is_err());
 }
+
+#[test]
+fn serde_round_trips_every_cell_width_and_refuses_broken_filters() {
+    for window in [60, 1_000, 100_000] {
+        let shape = TickFilter::shape_for(200, 0.01, window).unwrap();
+        let mut f = TickFilter::new(shape, window, 0).unwrap();
+        for i in 0..200u64 {
+            f.insert(mix64(i), i * 7);
+        }
+        let bytes = bincode::serialize(&f).unwrap();
+        let back: TickFilter = bincode::deserialize(&bytes).unwrap();
+        assert_eq!(back, f);
+        let json: TickFilter = serde_json::from_slice(&serde_json::to_vec(&f).unwrap()).unwrap();
+        assert_eq!(json, f);
+        assert!((0..200u64).all(|i| back.seen(mix64(i), 199 * 7) == f.seen(mix64(i), 199 * 7)));
+    }
+    let f = TickFilter::new(TickFilter::shape_for(50, 0.01, 60).unwrap(), 60, 0).unwrap();
+    let mut value = serde_json::to_value(&f).unwrap();
+    // a cell with a tick but no insert
+    value["cells"]["U8"][3] = serde_json::json!(9);
+    assert!(serde_json::from_value::<TickFilter>(value.clone()).is_err());
+    value["cells"]["U8"][3] = serde_json::json!(0);
+    assert!(serde_json::from_value::<TickFilter>(value.clone()).is_ok());
+    // not a whole line; the wrong width for the window; too many hashes; latest before base
+    let mut cut = value.clone();
+    cut["cells"]["U8"].as_array_mut().unwrap().pop();
+    assert!(serde_json::from_value::<TickFilter>(cut).is_err());
+    let mut wide = value.clone();
+    wide["window"] = serde_json::json!(1_000);
+    assert!(serde_json::from_value::<TickFilter>(wide).is_err());
+    let mut hashes = value.clone();
+    hashes["hashes"] = serde_json::json!(11);
+    assert!(serde_json::from_value::<TickFilter>(hashes).is_err());
+    let mut early = value;
+    early["base"] = serde_json::json!(10);
+    early["latest"] = serde_json::json!(5);
+    assert!(serde_json::from_value::<TickFilter>(early).is_err());
+}

@@ -4,7 +4,6 @@
 use super::DecideState;
 use crate::checkpoint::CheckpointError;
 use crate::dedup::resume::{DedupSnapshot, DedupSnapshotRef, Export};
-use crate::dedup::shard::ShardFilter;
 use chronobloom_core::temporal::Tick;
 use timely::dataflow::operators::Capability;
 use timely::ExchangeData;
@@ -14,9 +13,6 @@ impl<D: ExchangeData> DecideState<D> {
     /// and worker count.
     pub fn import(&mut self, snap: DedupSnapshot) -> Result<(), CheckpointError> {
         let refuse = |reason: String| Err(CheckpointError::state("dedup", reason));
-        if self.config.exact_edge() {
-            return refuse("exact-edge tick filters are not checkpointed".into());
-        }
         if snap.shards.len() != self.shards.len() {
             return refuse(format!(
                 "{} shards checkpointed, the configuration has {}",
@@ -27,25 +23,12 @@ impl<D: ExchangeData> DecideState<D> {
         if snap.view.is_some() != self.view.is_some() {
             return refuse("the global view does not match the mode and worker count".into());
         }
-        let c = &self.config;
         for f in snap.shards.iter().flatten() {
-            if f.window() != c.window()
-                || f.slack() != c.slack()
-                || f.fpr() != c.fpr()
-                || f.seed() != c.seed()
-            {
-                return refuse(format!(
-                    "a shard has window {}, slack {}, fpr {}, seed {}; the configuration {}, {}, {}, {}",
-                    f.window(), f.slack(), f.fpr(), f.seed(),
-                    c.window(), c.slack(), c.fpr(), c.seed()
-                ));
+            if let Err(reason) = f.fits(&self.config) {
+                return refuse(reason);
             }
         }
-        self.shards = snap
-            .shards
-            .into_iter()
-            .map(|f| f.map(|f| ShardFilter::Compact(Box::new(f))))
-            .collect();
+        self.shards = snap.shards;
         self.view = snap.view;
         self.unplaced = snap.unplaced;
         self.carried = snap.carried;
@@ -94,19 +77,7 @@ impl<D> Export for DecideState<D> {
             .iter()
             .map(|(&e, o)| (e, o.stats.clone(), o.bytes_in))
             .collect();
-        let mut shards = Vec::with_capacity(self.shards.len());
-        for slot in &self.shards {
-            shards.push(match slot {
-                None => None,
-                Some(ShardFilter::Compact(f)) => Some(&**f),
-                Some(ShardFilter::ExactEdge(_)) => {
-                    return Err(CheckpointError::state(
-                        "dedup",
-                        "exact-edge tick filters are not checkpointed; use the compact state",
-                    ))
-                }
-            });
-        }
+        let shards = self.shards.iter().map(Option::as_ref).collect();
         Ok(DedupSnapshotRef {
             boundary,
             shards,
