@@ -122,7 +122,7 @@ impl TryFrom<TickFilterRepr> for TickFilter {
         // The largest value a cell may hold: the latest insert's, `latest − base + 1`.
         let max = match r.latest {
             None => 0,
-            Some(l) if l >= r.base => l - r.base + 1,
+            Some(l) if l >= r.base => (l - r.base).saturating_add(1),
             Some(l) => {
                 return Err(Error::invalid(
                     "latest",

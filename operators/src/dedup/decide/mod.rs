@@ -144,7 +144,8 @@ impl<D: ExchangeData> DecideState<D> {
             let bytes = bincode::serialized_size(&*batch).map_or(0, |b| b.saturating_sub(8));
             let e = self.config.epoch_of(ts);
             let last = self.config.epoch_last(e);
-            self.open_epoch(e, || epoch_cap(last)).bytes_in += bytes;
+            let open = self.open_epoch(e, || epoch_cap(last));
+            open.bytes_in = open.bytes_in.saturating_add(bytes);
         }
         let mut current: Option<(u64, Tick, Tick)> = None;
         for (t, d) in batch.drain(..) {
@@ -173,7 +174,7 @@ impl<D: ExchangeData> DecideState<D> {
             };
             if late {
                 if let Some(epoch) = self.epochs.get_mut(&e) {
-                    epoch.stats.late += 1;
+                    epoch.stats.late = epoch.stats.late.saturating_add(1);
                 }
             }
             if let Some(slot) = self.pending.get_mut(&e) {
@@ -189,8 +190,11 @@ impl<D: ExchangeData> DecideState<D> {
         let accepted = self.view.as_mut().is_some_and(|v| v.merge(delta));
         let e = self.config.epoch_of(t);
         let epoch = self.open_epoch(e, cap);
-        epoch.stats.bytes_received += bytes;
-        epoch.stats.refused_deltas += u64::from(!accepted);
+        epoch.stats.bytes_received = epoch.stats.bytes_received.saturating_add(bytes);
+        epoch.stats.refused_deltas = epoch
+            .stats
+            .refused_deltas
+            .saturating_add(u64::from(!accepted));
     }
 
     /// Takes the fingerprints of the epochs whose records are all decided (closed by the input
@@ -220,7 +224,7 @@ impl<D: ExchangeData> DecideState<D> {
                     dest: dest as u32,
                     keys: keys.clone(),
                 };
-                epoch.stats.bytes_sent += delta.wire_bytes();
+                epoch.stats.bytes_sent = epoch.stats.bytes_sent.saturating_add(delta.wire_bytes());
                 out.push((epoch.cap.clone(), delta));
             }
         }
@@ -266,7 +270,7 @@ impl<D: ExchangeData> DecideState<D> {
                 }
                 let items = segment.iter().map(|&(_, i)| ((), keys[i]));
                 if f.insert_each(items, last, |_| false, |(), _| {}).is_err() {
-                    self.unplaced += segment.len() as u64;
+                    self.unplaced = self.unplaced.saturating_add(segment.len() as u64);
                 }
             }
             self.order = order;
@@ -359,12 +363,17 @@ impl<D: ExchangeData> DecideState<D> {
         self.fresh = fresh;
         self.repeats = repeats;
         if let Some(epoch) = self.epochs.get_mut(&e) {
+            // saturating: a restored checkpoint's counts are only as large as a file says
             let s = &mut epoch.stats;
-            s.records += total;
-            s.passed += passed.len() as u64;
-            s.dropped += total - passed.len() as u64;
-            s.dropped_same_tick += same_tick;
-            s.unplaced += unplaced + std::mem::take(&mut self.unplaced);
+            let carried_unplaced = std::mem::take(&mut self.unplaced);
+            s.records = s.records.saturating_add(total);
+            s.passed = s.passed.saturating_add(passed.len() as u64);
+            s.dropped = s.dropped.saturating_add(total - passed.len() as u64);
+            s.dropped_same_tick = s.dropped_same_tick.saturating_add(same_tick);
+            s.unplaced = s
+                .unplaced
+                .saturating_add(unplaced)
+                .saturating_add(carried_unplaced);
         }
         passed
     }
@@ -510,7 +519,7 @@ impl<D: ExchangeData> DecideState<D> {
             let mut routed = self.routed.borrow_mut();
             let later = routed.split_off(&s.epoch.saturating_add(1));
             for (_, (away, to_me)) in std::mem::replace(&mut *routed, later) {
-                s.bytes_sent += away;
+                s.bytes_sent = s.bytes_sent.saturating_add(away);
                 home += to_me;
             }
         }
@@ -524,8 +533,8 @@ impl<D: ExchangeData> DecideState<D> {
             let Some(f) = f else { continue };
             let (fill, fpr) = f.occupancy(last);
             shard_fpr.push(fpr);
-            s.local_bits += f.memory_bits();
-            s.keys += f.keys();
+            s.local_bits = s.local_bits.saturating_add(f.memory_bits());
+            s.keys = s.keys.saturating_add(f.keys());
             s.slices.push(SliceStats {
                 slice: Slice::Shard(i as u32),
                 bits: f.memory_bits(),
