@@ -110,21 +110,24 @@ impl CheckpointStore {
         let path = self.path(header.boundary, &header.part, header.worker);
         let tmp = path.with_extension("ckpt.tmp");
         let f = fs::File::create(&tmp).map_err(|e| CheckpointError::io(&tmp, e))?;
-        let mut w = HashingWriter::new(BufWriter::with_capacity(WRITE_BUFFER, f));
-        w.write_all(&head)
+        // Buffered before the hash, so the checksum is updated a buffer at a time, not for
+        // each of the serializer's small writes.
+        let mut w = BufWriter::with_capacity(WRITE_BUFFER, HashingWriter::new(f));
+        let hashed = w
+            .write_all(&head)
             .and_then(|()| fill(&mut w))
+            .and_then(|()| w.into_inner().map_err(io::IntoInnerError::into_error))
             .map_err(|e| CheckpointError::io(&tmp, e))?;
-        let payload = w.written() - head.len() as u64;
+        let payload = hashed.written() - head.len() as u64;
         if payload != len {
             return Err(CheckpointError::state(
                 operator,
                 format!("serialized to {payload} bytes, {len} announced"),
             ));
         }
-        let (sum, mut w) = w.finish();
-        w.write_all(&sum.to_le_bytes())
-            .and_then(|()| w.into_inner().map_err(io::IntoInnerError::into_error))
-            .and_then(|f| f.sync_all())
+        let (sum, mut f) = hashed.finish();
+        f.write_all(&sum.to_le_bytes())
+            .and_then(|()| f.sync_all())
             .map_err(|e| CheckpointError::io(&tmp, e))?;
         fs::rename(&tmp, &path).map_err(|e| CheckpointError::io(&path, e))?;
         sync_dir(&dir)?;
