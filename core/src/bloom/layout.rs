@@ -181,6 +181,7 @@ fn ln_factorial(n: f64) -> f64 {
 /// let p: Vec<u64> = blocked_probes(h, 4, FastMod::new(100).unwrap()).collect();
 /// assert!(p.iter().all(|&i| i / BLOCK_BITS == p[0] / BLOCK_BITS)); // one block
 /// ```
+#[inline]
 pub fn blocked_probes(hash: KeyHash, k: u32, blocks: FastMod) -> impl Iterator<Item = u64> {
     let base = blocks.reduce(hash.lo) * BLOCK_BITS;
     block_offsets(block_seed(hash.lo), k).map(move |o| base + o)

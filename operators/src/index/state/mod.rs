@@ -229,6 +229,56 @@ impl LevelShard {
         }
     }
 
+    /// Sets the probe bits of each distinct `(lo, hi, bucket)` pair (buckets in `first..=last`)
+    /// that this shard holds. A wholly held blocked level takes the direct path: the block of the
+    /// pair `AHEAD` places on is prefetched, and the pair's bits are set in its one block.
+    fn insert_pairs(&mut self, pairs: &[(u64, u64, u64)], first: u64, last: u64) {
+        const AHEAD: usize = 8;
+        let mixes: Vec<BucketMix> = (first..=last).map(BucketMix::of).collect();
+        let at = |&(lo, hi, b): &(u64, u64, u64)| {
+            let mix = mixes.get((b - first) as usize)?;
+            Some(KeyHash { lo, hi }.at_mixed(*mix))
+        };
+        let Some(blocks) = self.modulus.filter(|_| {
+            self.layout == Layout::Blocked
+                && self.first == 0
+                && self.words.len() as u64 * 64 >= self.shape.bits
+        }) else {
+            return self.insert_each(pairs.iter().filter_map(at));
+        };
+        let k = self.shape.hashes;
+        // Only `lo` places a blocked probe; slot `i % AHEAD` holds pair `i` until it is set.
+        let mut ring = [0u64; AHEAD];
+        for i in 0..pairs.len() + AHEAD {
+            if i >= AHEAD {
+                self.set_block_probes(ring[i % AHEAD], k, blocks);
+            }
+            if let Some(h) = pairs.get(i).and_then(at) {
+                prefetch(&self.words, (blocks.reduce(h.lo) * BLOCK_BITS / 64) as usize);
+                ring[i % AHEAD] = h.lo;
+            }
+        }
+    }
+
+    /// Sets the `k` probe bits of a blocked hash with low half `lo` in its block (the level is
+    /// wholly held), counting the new ones and marking the block when any is new.
+    #[inline]
+    fn set_block_probes(&mut self, lo: u64, k: u32, blocks: FastMod) {
+        let mut added = 0;
+        for p in blocked_probes(KeyHash { lo, hi: 0 }, k, blocks) {
+            if let Some(w) = self.words.get_mut((p / 64) as usize) {
+                let bit = 1 << (p % 64);
+                added += u64::from(*w & bit == 0);
+                *w |= bit;
+            }
+        }
+        let block = (blocks.reduce(lo) * BLOCK_BITS / 64) as usize / BLOCK_WORDS;
+        if let Some(d) = self.dirty.get_mut(block) {
+            *d |= added > 0;
+        }
+        self.ones += added;
+    }
+
     /// Sets bit `p` if this shard holds it, counting it and marking its block when it is new.
     #[inline]
     fn set_bit(&mut self, p: u64) {
@@ -356,37 +406,34 @@ impl MergedState {
             .filter(|&(_, t)| !inside(t))
             .count() as u64;
         // Sorted by key then tick, a key's records of one bucket are neighbours at every level:
-        // inserting (key, bucket) once is enough (the bits are the same), and at the coarse
-        // levels most of an epoch's repeats of a key share their bucket.
-        let mut sorted: Vec<(u64, u64, Tick)> = records
+        // inserting (key, bucket) once is enough (the bits are the same). Level `l + 1`'s buckets
+        // are level `l`'s halved, so each level coarsens the previous level's distinct pairs and
+        // drops the repeats: the coarse levels see about one pair per key, not one per record.
+        let mut pairs: Vec<(u64, u64, Tick)> = records
             .iter_from(first)
             .filter(|&(_, t)| inside(t))
             .map(|(h, t)| (h.lo, h.hi, t - start))
             .collect();
-        sorted.sort_unstable();
+        pairs.sort_unstable();
+        pairs.dedup();
         let (Some(lo_tick), Some(hi_tick)) = (
-            sorted.iter().map(|r| r.2).min(),
-            sorted.iter().map(|r| r.2).max(),
+            pairs.iter().map(|r| r.2).min(),
+            pairs.iter().map(|r| r.2).max(),
         ) else {
             return refused;
         };
-        for (l, level) in part.levels.iter_mut().enumerate() {
-            if level.modulus.is_none() || level.words.is_empty() {
-                continue;
+        let held = |l: &LevelShard| l.modulus.is_some() && !l.words.is_empty();
+        let Some(top) = part.levels.iter().rposition(held) else {
+            return refused;
+        };
+        for (l, level) in part.levels.iter_mut().enumerate().take(top + 1) {
+            if l > 0 {
+                pairs.iter_mut().for_each(|r| r.2 >>= 1);
+                pairs.dedup();
             }
-            // The bucket half of the hashing, once per bucket the epoch covers at this level.
-            let first_bucket = lo_tick >> l;
-            let mixes: Vec<BucketMix> = (first_bucket..=hi_tick >> l).map(BucketMix::of).collect();
-            let mut last: Option<(u64, u64, u64)> = None;
-            level.insert_each(sorted.iter().filter_map(|&(lo, hi, t)| {
-                let at = (lo, hi, t >> l);
-                if last == Some(at) {
-                    return None;
-                }
-                last = Some(at);
-                let mix = mixes.get(((t >> l) - first_bucket) as usize)?;
-                Some(KeyHash { lo, hi }.at_mixed(*mix))
-            }));
+            if held(level) {
+                level.insert_pairs(&pairs, lo_tick >> l, hi_tick >> l);
+            }
         }
         refused
     }

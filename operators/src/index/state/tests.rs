@@ -86,3 +86,42 @@ fn bitmap_deltas_merge_like_single_words() {
         assert_merges_like_sparse(&cfg, words, &format!("first {first}"));
     }
 }
+
+/// An epoch's records inserted as a batch (coarsened level by level, repeats dropped) leave every
+/// shard exactly as inserting each record at its tick does: words, counts of ones, changed
+/// blocks. Both layouts; keys repeat within and across epochs, ticks repeat, and a few ticks
+/// fall outside the partition (refused).
+#[test]
+fn epoch_records_insert_like_one_by_one() {
+    for layout in [Layout::Blocked, Layout::Standard] {
+        let cfg = IndexConfig::builder()
+            .epoch_len(64)
+            .partition_len(1024)
+            .partitions(2)
+            .bits(1 << 16)
+            .layout(layout)
+            .build()
+            .unwrap();
+        let allocation = cfg.allocation().clone();
+        for (me, peers) in [(0, 1), (0, 2), (1, 2)] {
+            let mut batch = MergedState::shard(&cfg, me, peers);
+            let mut single = batch.clone();
+            assert!(batch.announce(0, &allocation) && single.announce(0, &allocation));
+            for epoch in 0..16u64 {
+                let start = epoch * 64;
+                let mut records = EpochRecords::new(start, 64);
+                for i in 0..300u64 {
+                    let r = mix64(epoch * 1000 + i);
+                    let key = r % 40; // few keys: many repeats at every level
+                    let tick = start + (r >> 20) % 64;
+                    let hash = KeyHash::of(&key, cfg.seed());
+                    records.push(hash, tick, layout == Layout::Standard);
+                    single.insert_hash(hash, tick).unwrap();
+                }
+                assert_eq!(batch.insert_records(epoch, &records), 0);
+            }
+            assert_eq!(batch, single, "{layout:?}, worker {me} of {peers}");
+            assert_eq!(batch.refresh_blocks(), single.refresh_blocks());
+        }
+    }
+}
