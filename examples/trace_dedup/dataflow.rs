@@ -5,13 +5,14 @@
 
 use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
 use crate::source::{Plan, Rec};
-use chronobloom::core::hash::KeyHash;
+use chronobloom::core::hash::{KeyHash, Prehashed};
 use chronobloom::core::temporal::{Tick, TimeRange};
 use chronobloom::operators::checkpoint::CheckpointError;
 use chronobloom::operators::dedup::stats::DedupStats;
 use chronobloom::operators::timely;
 use chronobloom::operators::{
-    DedupCheckpoint, DedupConfig, IndexCheckpoint, IndexConfig, TimedDedup, TimedTemporalIndex,
+    DedupCheckpoint, DedupConfig, DedupMode, IndexCheckpoint, IndexConfig, TimedDedup,
+    TimedTemporalIndex,
 };
 use chronobloom::trace::FlowKey;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -22,7 +23,7 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use timely::dataflow::operators::vec::Map;
-use timely::dataflow::operators::{Exchange, Input, Inspect, Probe};
+use timely::dataflow::operators::{Concat, Exchange, Input, Inspect, Probe};
 use timely::dataflow::ProbeHandle;
 use timely::ExchangeData;
 
@@ -113,6 +114,10 @@ impl JobRecord for (u64, FlowKey) {
     }
 }
 
+/// A record inside a worker: its position (when the passed records are collected, else 0) and
+/// its key, hashed once for routing, dedup and index.
+type Local = (u64, Prehashed<FlowKey>);
+
 /// Runs the job on this process's workers; `timely_args` are `-w`/`-n`/`-p`/`-h`.
 pub fn run(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> {
     if job.collect_passed {
@@ -143,97 +148,106 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         }));
         let mut error = None;
         let probe = ProbeHandle::new();
-        let route = job.plan.single_reader() && peers > 1;
+        // A single capture's records, and in `bykey` every record, go to the worker owning their
+        // key from the reader, so the dedup operator's own routing keeps them all in place.
+        let route = peers > 1 && (job.plan.single_reader() || job.dedup.mode() == DedupMode::ByKey);
+        let seed = job.dedup.seed();
         let owner = {
-            let (dedup, seed) = (job.dedup.clone(), job.dedup.seed());
-            move |key: &FlowKey| dedup.worker_of(KeyHash::of(key, seed), peers)
+            let dedup = job.dedup.clone();
+            move |hash: KeyHash| dedup.worker_of(hash, peers)
         };
-        let (mut r_in, mut q_in, mut t_in, handles) = worker.dataflow::<u64, _, _>(|scope| {
-            let (r_in, records) = scope.new_input::<Vec<(Tick, D)>>();
-            let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
-            let (t_in, tallies) = scope.new_input::<Vec<WorkerTally>>();
-            let records = if route {
+        let (mut r_in, mut x_in, mut q_in, mut t_in, handles) =
+            worker.dataflow::<u64, _, _>(|scope| {
+                // Records kept by their reader arrive hashed; records for other workers travel as
+                // read (the key, not its hash) and are hashed where they land.
+                let (r_in, kept) = scope.new_input::<Vec<(Tick, Local)>>();
+                let (x_in, sent) = scope.new_input::<Vec<(Tick, D)>>();
+                let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
+                let (t_in, tallies) = scope.new_input::<Vec<WorkerTally>>();
                 let owner = owner.clone();
-                records.exchange(move |(_, d): &(Tick, D)| owner(&d.key()) as u64)
-            } else {
-                records
-            };
-            let key = |d: &D| d.key();
-            let keyed = records.clone().map(|(t, d)| (t, d.key()));
-            let queries = resolve(queries, &job.queries);
-            // A snapshot that does not fit is reported and the dataflow built fresh, so every
-            // worker still builds the same dataflow; nothing is sent then.
-            let (dedup, dedup_h) = match records
-                .clone()
-                .dedup_timed_resumable(&job.dedup, key, dedup_r)
-            {
-                Ok(x) => x,
-                Err(e) => {
-                    error = Some(e.to_string());
-                    records
-                        .clone()
-                        .dedup_timed_resumable(&job.dedup, key, None)
-                        .expect("fresh")
-                }
-            };
-            let (index, index_h) = match keyed.clone().temporal_index_timed_resumable(
-                queries.clone(),
-                &job.index,
-                index_r,
-            ) {
-                Ok(x) => x,
-                Err(e) => {
-                    error = Some(e.to_string());
-                    keyed
-                        .temporal_index_timed_resumable(queries, &job.index, None)
-                        .expect("fresh")
-                }
-            };
-            let o = |out: &Rc<RefCell<Gathered>>| Rc::clone(out);
-            let (o1, o2, o3, o4, o5, o6) = (o(&out), o(&out), o(&out), o(&out), o(&out), o(&out));
-            let collect_epochs = job.collect_epochs;
-            dedup
-                .stats
-                .exchange(|_| 0)
-                .inspect(move |s| {
-                    let r = &mut o1.borrow_mut().report;
-                    r.totals.add_dedup(s);
-                    if collect_epochs {
-                        r.epochs.push(compact_dedup(s));
+                let records = kept.concat(
+                    sent.exchange(move |(_, d): &(Tick, D)| {
+                        owner(KeyHash::of(&d.key(), seed)) as u64
+                    })
+                    .map(move |(t, d)| (t, (d.seq(), Prehashed::new(d.key(), seed)))),
+                );
+                let key = |d: &Local| d.1;
+                let keyed = records.clone().map(|(t, d)| (t, d.1));
+                let queries = resolve(queries, &job.queries);
+                // A snapshot that does not fit is reported and the dataflow built fresh, so every
+                // worker still builds the same dataflow; nothing is sent then.
+                let (dedup, dedup_h) = match records
+                    .clone()
+                    .dedup_timed_resumable(&job.dedup, key, dedup_r)
+                {
+                    Ok(x) => x,
+                    Err(e) => {
+                        error = Some(e.to_string());
+                        records
+                            .clone()
+                            .dedup_timed_resumable(&job.dedup, key, None)
+                            .expect("fresh")
                     }
-                })
-                .probe_with(&probe);
-            index
-                .stats
-                .exchange(|_| 0)
-                .inspect(move |s| o2.borrow_mut().report.totals.add_index(s))
-                .probe_with(&probe);
-            index
-                .digests
-                .inspect(move |d| {
-                    if d.worker == 0 {
-                        o3.borrow_mut().report.totals.add_digest(d.epoch, d.digest);
+                };
+                let (index, index_h) = match keyed.clone().temporal_index_timed_resumable(
+                    queries.clone(),
+                    &job.index,
+                    index_r,
+                ) {
+                    Ok(x) => x,
+                    Err(e) => {
+                        error = Some(e.to_string());
+                        keyed
+                            .temporal_index_timed_resumable(queries, &job.index, None)
+                            .expect("fresh")
                     }
-                })
-                .probe_with(&probe);
-            index
-                .answers
-                .exchange(|_| 0)
-                .inspect(move |a| o4.borrow_mut().answers.push((a.key.0, a.present, a.probes)))
-                .probe_with(&probe);
-            let collect = job.collect_passed;
-            dedup
-                .passed
-                .flat_map(move |(_, d)| collect.then(|| d.seq()))
-                .exchange(|_| 0)
-                .inspect(move |&seq| o5.borrow_mut().report.passed.push(seq))
-                .probe_with(&probe);
-            tallies
-                .exchange(|_| 0)
-                .inspect(move |t| o6.borrow_mut().tallies.push(*t))
-                .probe_with(&probe);
-            (r_in, q_in, t_in, (dedup_h, index_h))
-        });
+                };
+                let o = |out: &Rc<RefCell<Gathered>>| Rc::clone(out);
+                let (o1, o2, o3, o4, o5, o6) =
+                    (o(&out), o(&out), o(&out), o(&out), o(&out), o(&out));
+                let collect_epochs = job.collect_epochs;
+                dedup
+                    .stats
+                    .exchange(|_| 0)
+                    .inspect(move |s| {
+                        let r = &mut o1.borrow_mut().report;
+                        r.totals.add_dedup(s);
+                        if collect_epochs {
+                            r.epochs.push(compact_dedup(s));
+                        }
+                    })
+                    .probe_with(&probe);
+                index
+                    .stats
+                    .exchange(|_| 0)
+                    .inspect(move |s| o2.borrow_mut().report.totals.add_index(s))
+                    .probe_with(&probe);
+                index
+                    .digests
+                    .inspect(move |d| {
+                        if d.worker == 0 {
+                            o3.borrow_mut().report.totals.add_digest(d.epoch, d.digest);
+                        }
+                    })
+                    .probe_with(&probe);
+                index
+                    .answers
+                    .exchange(|_| 0)
+                    .inspect(move |a| o4.borrow_mut().answers.push((a.key.0, a.present, a.probes)))
+                    .probe_with(&probe);
+                let collect = job.collect_passed;
+                dedup
+                    .passed
+                    .flat_map(move |(_, d)| collect.then_some(d.0))
+                    .exchange(|_| 0)
+                    .inspect(move |&seq| o5.borrow_mut().report.passed.push(seq))
+                    .probe_with(&probe);
+                tallies
+                    .exchange(|_| 0)
+                    .inspect(move |t| o6.borrow_mut().tallies.push(*t))
+                    .probe_with(&probe);
+                (r_in, x_in, q_in, t_in, (dedup_h, index_h))
+            });
 
         let epoch = job.dedup.epoch_len();
         let bar = progress_bar(job.progress && me == 0);
@@ -242,13 +256,13 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         let mut tally = WorkerTally::default();
         let (mut open, mut last_tick) = (resume_at / epoch, 0);
         r_in.advance_to(resume_at);
+        x_in.advance_to(resume_at);
         q_in.advance_to(resume_at);
         t_in.advance_to(resume_at);
         let ckpt = job.checkpoints.as_ref();
         let mut next_ckpt = ckpt.map(|c| c.next_after(resume_at));
         let mut mark = SourceMark::default();
         let pace = Pace::new(job.rate, peers);
-        let seed = job.dedup.seed();
         for rec in reader.by_ref() {
             if error.is_some() {
                 break;
@@ -261,7 +275,8 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 }
             };
             let raw = raw_bytes(&rec.key);
-            let routed = route && owner(&rec.key) != me;
+            let hashed = Prehashed::new(rec.key, seed);
+            let routed = route && owner(hashed.hash()) != me;
             tally.raw_bytes += raw;
             if routed {
                 tally.routed_bytes += D::WIRE_EXTRA + rec.key.wire_len();
@@ -278,7 +293,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 }
                 if rec.tick < resume_at {
                     // before the checkpoint: in the restored state already
-                    mark.add(rec.seq, rec.tick, KeyHash::of(&rec.key, seed).lo);
+                    mark.add(rec.seq, rec.tick, hashed.hash().lo);
                     continue;
                 }
             }
@@ -287,11 +302,12 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 open = e;
                 let t = e * epoch;
                 r_in.advance_to(t);
+                x_in.advance_to(t);
                 q_in.advance_to(t);
                 t_in.advance_to(t);
                 if let (Some(c), Some(b)) = (ckpt, next_ckpt.filter(|&b| t >= b)) {
                     // A barrier: every record before `t` decided, indexed and reported.
-                    worker.step_while(|| probe.less_than(&t));
+                    worker.step_or_park_while(None, || probe.less_than(&t));
                     // `Local`: the peers' view deltas of the last epoch arrive at `t`
                     let mut tries = 0;
                     while tries < 100_000 && handles.0.ready(t).is_err() {
@@ -314,8 +330,10 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 }
                 // At most `in_flight` epochs in flight: buffers stay bounded, and a round trip
                 // between processes per epoch is not waited for.
+                // Waiting parks the thread (after timely's short spin): on two cores a spinning
+                // worker takes the core a peer's reader or network thread needs.
                 let behind = e.saturating_sub(job.in_flight) * epoch;
-                worker.step_while(|| probe.less_than(&behind));
+                worker.step_or_park_while(None, || probe.less_than(&behind));
                 // every worker's statistics of the epochs before `behind` are in
                 out.borrow_mut()
                     .report
@@ -324,9 +342,13 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 bar.set_position(tally.records);
             }
             if ckpt.is_some() {
-                mark.add(rec.seq, rec.tick, KeyHash::of(&rec.key, seed).lo);
+                mark.add(rec.seq, rec.tick, hashed.hash().lo);
             }
-            r_in.send((rec.tick, D::of(&rec)));
+            if routed {
+                x_in.send((rec.tick, D::of(&rec)));
+            } else {
+                r_in.send((rec.tick, (D::of(&rec).seq(), hashed)));
+            }
             if tally.records % 4096 == 0 {
                 worker.step();
                 pace.wait(tally.records);
@@ -345,8 +367,8 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             }
         }
         t_in.send(tally);
-        drop((r_in, q_in, t_in));
-        worker.step_while(|| !probe.done());
+        drop((r_in, x_in, q_in, t_in));
+        worker.step_or_park_while(None, || !probe.done());
         bar.finish_and_clear();
         let mut g = Rc::try_unwrap(out)
             .map(RefCell::into_inner)

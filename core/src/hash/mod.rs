@@ -40,10 +40,12 @@
 
 mod fastmod;
 mod key;
+mod prehashed;
 mod probes;
 
 pub use fastmod::FastMod;
 pub use key::{CanonicalBytes, Key};
+pub use prehashed::Prehashed;
 pub use probes::Probes;
 
 use serde::{Deserialize, Serialize};

@@ -254,7 +254,10 @@ impl LevelShard {
                 self.set_block_probes(ring[i % AHEAD], k, blocks);
             }
             if let Some(h) = pairs.get(i).and_then(at) {
-                prefetch(&self.words, (blocks.reduce(h.lo) * BLOCK_BITS / 64) as usize);
+                prefetch(
+                    &self.words,
+                    (blocks.reduce(h.lo) * BLOCK_BITS / 64) as usize,
+                );
                 ring[i % AHEAD] = h.lo;
             }
         }
@@ -405,10 +408,15 @@ impl MergedState {
             .iter_from(first)
             .filter(|&(_, t)| !inside(t))
             .count() as u64;
+        let held = |l: &LevelShard| l.modulus.is_some() && !l.words.is_empty();
+        if !part.levels.iter().any(held) {
+            return refused;
+        }
         // Sorted by key then tick, a key's records of one bucket are neighbours at every level:
-        // inserting (key, bucket) once is enough (the bits are the same). Level `l + 1`'s buckets
-        // are level `l`'s halved, so each level coarsens the previous level's distinct pairs and
-        // drops the repeats: the coarse levels see about one pair per key, not one per record.
+        // inserting (key, bucket) once is enough (the bits are the same). A coarser level's
+        // buckets are a finer one's shifted, so each level coarsens the previous level's distinct
+        // pairs and drops the repeats: the coarse levels see about one pair per key, not one per
+        // record.
         let mut pairs: Vec<(u64, u64, Tick)> = records
             .iter_from(first)
             .filter(|&(_, t)| inside(t))
@@ -422,18 +430,19 @@ impl MergedState {
         ) else {
             return refused;
         };
-        let held = |l: &LevelShard| l.modulus.is_some() && !l.words.is_empty();
-        let Some(top) = part.levels.iter().rposition(held) else {
-            return refused;
-        };
-        for (l, level) in part.levels.iter_mut().enumerate().take(top + 1) {
-            if l > 0 {
-                pairs.iter_mut().for_each(|r| r.2 >>= 1);
+        // Levels this shard does not hold are skipped over: the pairs are coarsened straight to
+        // the next level it holds.
+        let mut at = 0;
+        for (l, level) in part.levels.iter_mut().enumerate() {
+            if !held(level) {
+                continue;
+            }
+            if l > at {
+                pairs.iter_mut().for_each(|r| r.2 >>= l - at);
                 pairs.dedup();
+                at = l;
             }
-            if held(level) {
-                level.insert_pairs(&pairs, lo_tick >> l, hi_tick >> l);
-            }
+            level.insert_pairs(&pairs, lo_tick >> l, hi_tick >> l);
         }
         refused
     }
