@@ -130,7 +130,7 @@ pub fn run(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> 
 fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> {
     let restored = Arc::new(Mutex::new(restore_all(&job, &timely_args)?));
     let job = Arc::new(job);
-    let guards = timely::execute_from_args(timely_args.into_iter(), move |worker| {
+    let guards = crate::cluster::execute(timely_args, move |worker| {
         crate::peers::started();
         let job = Arc::clone(&job);
         let (me, peers) = (worker.index(), worker.peers());

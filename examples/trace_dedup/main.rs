@@ -12,6 +12,7 @@
 
 mod checkpoint;
 mod cli;
+mod cluster;
 mod dataflow;
 mod error;
 mod exact;
