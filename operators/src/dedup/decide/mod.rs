@@ -40,17 +40,6 @@ struct OpenEpoch {
     outgoing: Option<Vec<u64>>,
 }
 
-/// A record's place in an epoch's shard order, with what the deciding loops read of it (its
-/// tick and fingerprint), so they walk the order instead of the records at random.
-#[derive(Debug, Clone, Copy, Default)]
-struct Slot {
-    shard: u32,
-    tick: Tick,
-    fp: u64,
-    /// The record's index in the epoch.
-    i: usize,
-}
-
 /// One worker's dedup state.
 pub(super) struct DecideState<D> {
     pub config: DedupConfig,
@@ -71,9 +60,9 @@ pub(super) struct DecideState<D> {
     /// the same tick.
     repeats: Vec<(Tick, u64)>,
     /// Scratch for sorting an epoch's records by shard.
-    order: Vec<Slot>,
+    order: Vec<(u32, usize)>,
     /// Scratch space of `by_shard`.
-    keyed: Vec<Slot>,
+    keyed: Vec<(u32, usize)>,
     /// Records of the last decided epoch.
     last_epoch_len: usize,
     /// Emptied record buffers of decided epochs, for the next epochs (at most
@@ -269,17 +258,17 @@ impl<D: ExchangeData> DecideState<D> {
         };
         for (e, keys) in view.take_before(e) {
             let last = self.config.epoch_last(e);
-            let order = self.by_shard(keys.iter().map(|&fp| (last, fp)));
-            for segment in order.chunk_by(|a, b| a.shard == b.shard) {
-                let slot = &mut self.shards[segment[0].shard as usize];
+            let order = self.by_shard(keys.iter().copied());
+            for (shard, segment) in order.chunk_by(|a, b| a.0 == b.0).map(|s| (s[0].0, s)) {
+                let slot = &mut self.shards[shard as usize];
                 if slot.is_none() {
                     *slot = ShardFilter::new(&self.config, last).ok();
                 }
                 let Some(f) = slot.as_mut() else { continue };
-                for s in segment {
-                    f.prefetch(s.fp);
+                for &(_, i) in segment {
+                    f.prefetch(keys[i]);
                 }
-                let items = segment.iter().map(|s| ((), s.fp));
+                let items = segment.iter().map(|&(_, i)| ((), keys[i]));
                 if f.insert_each(items, last, |_| false, |(), _| {}).is_err() {
                     self.unplaced = self.unplaced.saturating_add(segment.len() as u64);
                 }
@@ -310,10 +299,10 @@ impl<D: ExchangeData> DecideState<D> {
         // 1. every key of a tick is checked against the state before the tick,
         // 2. every key of the tick is inserted; a key inserted earlier in the tick finds all its
         //    cells at the tick already (a repeat candidate).
-        let mut order = self.by_shard(records.iter().map(|&(t, fp, _)| (t, fp)));
-        for segment in order.chunk_by_mut(|a, b| a.shard == b.shard) {
-            if !segment.is_sorted_by_key(|s| s.tick) {
-                segment.sort_by_key(|s| s.tick);
+        let mut order = self.by_shard(records.iter().map(|&(_, fp, _)| fp));
+        for segment in order.chunk_by_mut(|a, b| a.0 == b.0) {
+            if !segment.is_sorted_by_key(|&(_, i)| records[i].0) {
+                segment.sort_by_key(|&(_, i)| records[i].0);
             }
         }
         let mut fresh = std::mem::take(&mut self.fresh);
@@ -321,25 +310,26 @@ impl<D: ExchangeData> DecideState<D> {
         fresh.resize(records.len(), true);
         let mut repeats = std::mem::take(&mut self.repeats);
         repeats.clear();
-        for segment in order.chunk_by(|a, b| a.shard == b.shard) {
-            let slot = &mut self.shards[segment[0].shard as usize];
+        for segment in order.chunk_by(|a, b| a.0 == b.0) {
+            let slot = &mut self.shards[segment[0].0 as usize];
             if slot.is_none() {
-                *slot = ShardFilter::new(&self.config, segment[0].tick).ok();
+                *slot = ShardFilter::new(&self.config, records[segment[0].1].0).ok();
             }
             let Some(f) = slot.as_mut() else { continue };
             let mut ahead = 0;
-            for run in segment.chunk_by(|a, b| a.tick == b.tick) {
-                let t = run[0].tick;
+            for run in segment.chunk_by(|a, b| records[a.1].0 == records[b.1].0) {
+                let t = records[run[0].1].0;
                 let end = (ahead.max(run.len()) + PREFETCH_AHEAD).min(segment.len());
-                for s in &segment[ahead.min(end)..end] {
-                    f.prefetch(s.fp);
+                for &(_, i) in &segment[ahead.min(end)..end] {
+                    f.prefetch(records[i].1);
                 }
                 ahead = end;
-                let items = run.iter().map(|s| ((s.i, s.fp), s.fp));
-                f.seen_each(items.clone(), t, |(i, _), seen| fresh[i] = !seen);
+                let items = run.iter().map(|&(_, i)| (i, records[i].1));
+                f.seen_each(items.clone(), t, |i, seen| fresh[i] = !seen);
                 // a record not seen before the tick has no live entry yet
-                let absent = |&(i, _): &(usize, u64)| fresh[i];
-                let placed = f.insert_each(items, t, absent, |(i, fp), found| {
+                let absent = |i: &usize| fresh[*i];
+                let placed = f.insert_each(items, t, absent, |i, found| {
+                    let fp = records[i].1;
                     if found == Found::Recent && fresh[i] {
                         repeats.push((t, fp));
                     }
@@ -388,28 +378,28 @@ impl<D: ExchangeData> DecideState<D> {
         passed
     }
 
-    /// A [`Slot`] for every `(tick, fingerprint)`, sorted by shard (a stable counting sort).
-    /// The result is `self.order`'s buffer, which the caller puts back, and the scratch vector
-    /// is reused: an epoch allocates nothing here.
-    fn by_shard(&mut self, items: impl Iterator<Item = (Tick, u64)>) -> Vec<Slot> {
+    /// `(shard, index)` of every fingerprint, sorted by shard (a stable counting sort). The
+    /// result is `self.order`'s buffer, which the caller puts back, and the scratch vector is
+    /// reused: an epoch allocates nothing here.
+    fn by_shard(&mut self, fps: impl Iterator<Item = u64>) -> Vec<(u32, usize)> {
         let shards = self.config.shards();
         let mut counts = vec![0usize; shards as usize + 1];
         let mut keyed = std::mem::take(&mut self.keyed);
         keyed.clear();
-        keyed.extend(items.enumerate().map(|(i, (tick, fp))| {
-            let shard = shard_of_fp(fp, shards);
-            counts[shard as usize + 1] += 1;
-            Slot { shard, tick, fp, i }
+        keyed.extend(fps.enumerate().map(|(i, fp)| {
+            let s = shard_of_fp(fp, shards);
+            counts[s as usize + 1] += 1;
+            (s, i)
         }));
         for s in 1..counts.len() {
             counts[s] += counts[s - 1];
         }
         let mut order = std::mem::take(&mut self.order);
         order.clear();
-        order.resize(keyed.len(), Slot::default());
-        for &slot in &keyed {
-            order[counts[slot.shard as usize]] = slot;
-            counts[slot.shard as usize] += 1;
+        order.resize(keyed.len(), (0, 0));
+        for &(s, i) in &keyed {
+            order[counts[s as usize]] = (s, i);
+            counts[s as usize] += 1;
         }
         self.keyed = keyed;
         order
