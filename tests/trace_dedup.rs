@@ -38,8 +38,7 @@ fn run(args: &[&str]) -> Output {
     Command::new(binary()).args(args).output().unwrap()
 }
 
-/// The JSON report: the last line of stdout (with `-n` > 1, timely's networking prints
-/// "awaiting connections" lines on stdout before it).
+/// The JSON report: the last non-empty line of stdout.
 fn json(out: &Output) -> serde_json::Value {
     assert!(
         out.status.success(),
