@@ -316,16 +316,26 @@ impl<D: ExchangeData> DecideState<D> {
                 *slot = ShardFilter::new(&self.config, records[segment[0].1].0).ok();
             }
             let Some(f) = slot.as_mut() else { continue };
-            let mut ahead = 0;
+            // The check asks for the lines of the record `PREFETCH_AHEAD` places on as it goes,
+            // so that a few dozen misses are in flight at a time (a whole run's prefetches at
+            // once overflow what the memory system tracks, and most are lost).
+            for &(_, i) in segment.iter().take(PREFETCH_AHEAD) {
+                f.prefetch(records[i].1);
+            }
+            let mut start = 0;
             for run in segment.chunk_by(|a, b| records[a.1].0 == records[b.1].0) {
                 let t = records[run[0].1].0;
-                let end = (ahead.max(run.len()) + PREFETCH_AHEAD).min(segment.len());
-                for &(_, i) in &segment[ahead.min(end)..end] {
-                    f.prefetch(records[i].1);
-                }
-                ahead = end;
+                let ahead = &segment[(start + PREFETCH_AHEAD).min(segment.len())..];
+                start += run.len();
+                let view: &ShardFilter = f;
+                let checked = run.iter().enumerate().map(|(j, &(_, i))| {
+                    if let Some(&(_, a)) = ahead.get(j) {
+                        view.prefetch(records[a].1);
+                    }
+                    (i, records[i].1)
+                });
+                view.seen_each(checked, t, |i, seen| fresh[i] = !seen);
                 let items = run.iter().map(|&(_, i)| (i, records[i].1));
-                f.seen_each(items.clone(), t, |i, seen| fresh[i] = !seen);
                 // a record not seen before the tick has no live entry yet
                 let absent = |i: &usize| fresh[*i];
                 let placed = f.insert_each(items, t, absent, |i, found| {
