@@ -271,20 +271,18 @@ impl<S: Slot> Table<S> {
     /// fingerprint or places a new one, kicking entries to their other bucket when both are full.
     pub fn insert(&mut self, spot: Spot, tag: u64, live: u32) -> Prior {
         let buckets = [spot.bucket, self.alt(spot.bucket, spot.fp)];
-        let mut free = None;
+        // A live entry with the fingerprint, first bucket first (one vector compare a bucket).
         for b in buckets {
-            for i in b * SLOTS..(b + 1) * SLOTS {
-                let s: u64 = self.slots[i].into();
-                if s >> TAG_BITS == spot.fp && is_live(s, live) {
-                    if tag_of(s) == tag {
-                        return Prior::Current;
-                    }
-                    self.slots[i] = S::pack(spot.fp, tag);
-                    return Prior::Older;
+            let m = self.matches(b, spot.fp);
+            if m == 0 {
+                continue;
+            }
+            if let Some(i) = self.first_live(b, m, live) {
+                if tag_of(self.slots[i].into()) == tag {
+                    return Prior::Current;
                 }
-                if free.is_none() && !is_live(s, live) {
-                    free = Some((i, s == 0));
-                }
+                self.slots[i] = S::pack(spot.fp, tag);
+                return Prior::Older;
             }
         }
         for (b, s) in self.stash.iter_mut() {
@@ -297,14 +295,31 @@ impl<S: Slot> Table<S> {
                 return Prior::Older;
             }
         }
+        // The first slot not live, first bucket first.
+        let free = buckets.into_iter().find_map(|b| {
+            let f = self.free_slots(b, live);
+            (f != 0).then(|| b * SLOTS + f.trailing_zeros() as usize)
+        });
+        let carry = S::pack(spot.fp, tag);
         match free {
-            Some((i, empty)) => {
-                self.slots[i] = S::pack(spot.fp, tag);
-                self.occupied += u64::from(empty);
+            Some(i) => {
+                self.occupied += u64::from(self.slots[i].into() == 0);
+                self.slots[i] = carry;
             }
-            None => self.kick(buckets[0], S::pack(spot.fp, tag), live),
+            None => self.kick(buckets[0], carry, live),
         }
         Prior::New
+    }
+
+    /// Bit `i` set iff slot `i` of bucket `b` is not live (empty, or a tag not in `live`):
+    /// a loop without branches.
+    #[inline]
+    fn free_slots(&self, b: usize, live: u32) -> u32 {
+        let mut m = 0u32;
+        for (i, &s) in self.slots[b * SLOTS..(b + 1) * SLOTS].iter().enumerate() {
+            m |= u32::from(!is_live(s.into(), live)) << i;
+        }
+        m
     }
 
     /// Places `carry` starting in bucket `b` by cuckoo relocation; what finds no slot goes to
