@@ -53,6 +53,7 @@
 //! assert!(!f.contains("10.0.0.1", 163)); // W + S ticks later: forgotten
 //! ```
 
+mod order;
 mod rate;
 mod repr;
 mod table;
@@ -366,7 +367,7 @@ impl TaggedCuckooFilter {
                 None => fresh.push((item, hash)),
             }
         }
-        fresh.sort_unstable_by_key(|&(_, hash)| hash);
+        order::sort_by_hash(&mut fresh);
         // room for the whole batch at once (a stream's first batch, a burst): one larger table
         // instead of a chain of small ones, each of which would answer false positives until
         // its entries die
