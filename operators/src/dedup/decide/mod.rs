@@ -40,6 +40,16 @@ struct OpenEpoch {
     outgoing: Option<Vec<u64>>,
 }
 
+/// A record's place in an epoch's shard order, with what the deciding loops read of it, so they
+/// walk the order instead of looking records up at random.
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    tick: Tick,
+    fp: u64,
+    /// The record's index in the epoch.
+    i: usize,
+}
+
 /// One worker's dedup state.
 pub(super) struct DecideState<D> {
     pub config: DedupConfig,
@@ -60,9 +70,9 @@ pub(super) struct DecideState<D> {
     /// the same tick.
     repeats: Vec<(Tick, u64)>,
     /// Scratch for sorting an epoch's records by shard.
-    order: Vec<(u32, usize)>,
-    /// Scratch space of `by_shard`.
-    keyed: Vec<(u32, usize)>,
+    order: Vec<Slot>,
+    /// Where each shard's run of `order` starts (and, last, its end).
+    bounds: Vec<usize>,
     /// Records of the last decided epoch.
     last_epoch_len: usize,
     /// Emptied record buffers of decided epochs, for the next epochs (at most
@@ -104,7 +114,7 @@ impl<D: ExchangeData> DecideState<D> {
             fresh: Vec::new(),
             repeats: Vec::new(),
             order: Vec::new(),
-            keyed: Vec::new(),
+            bounds: Vec::new(),
             last_epoch_len: 0,
             spare: Vec::new(),
             unplaced: 0,
@@ -258,17 +268,17 @@ impl<D: ExchangeData> DecideState<D> {
         };
         for (e, keys) in view.take_before(e) {
             let last = self.config.epoch_last(e);
-            let order = self.by_shard(keys.iter().copied());
-            for (shard, segment) in order.chunk_by(|a, b| a.0 == b.0).map(|s| (s[0].0, s)) {
-                let slot = &mut self.shards[shard as usize];
+            let order = self.by_shard(keys.iter().map(|&fp| (last, fp)));
+            for (shard, segment) in self.segments(&order) {
+                let slot = &mut self.shards[shard];
                 if slot.is_none() {
                     *slot = ShardFilter::new(&self.config, last).ok();
                 }
                 let Some(f) = slot.as_mut() else { continue };
-                for &(_, i) in segment {
-                    f.prefetch(keys[i]);
+                for s in segment {
+                    f.prefetch(s.fp);
                 }
-                let items = segment.iter().map(|&(_, i)| ((), keys[i]));
+                let items = segment.iter().map(|s| ((), s.fp));
                 if f.insert_each(items, last, |_| false, |(), _| {}).is_err() {
                     self.unplaced = self.unplaced.saturating_add(segment.len() as u64);
                 }
@@ -299,10 +309,11 @@ impl<D: ExchangeData> DecideState<D> {
         // 1. every key of a tick is checked against the state before the tick,
         // 2. every key of the tick is inserted; a key inserted earlier in the tick finds all its
         //    cells at the tick already (a repeat candidate).
-        let mut order = self.by_shard(records.iter().map(|&(_, fp, _)| fp));
-        for segment in order.chunk_by_mut(|a, b| a.0 == b.0) {
-            if !segment.is_sorted_by_key(|&(_, i)| records[i].0) {
-                segment.sort_by_key(|&(_, i)| records[i].0);
+        let mut order = self.by_shard(records.iter().map(|&(t, fp, _)| (t, fp)));
+        for w in self.bounds.windows(2) {
+            let segment = &mut order[w[0]..w[1]];
+            if !segment.is_sorted_by_key(|s| s.tick) {
+                segment.sort_by_key(|s| s.tick);
             }
         }
         let mut fresh = std::mem::take(&mut self.fresh);
@@ -310,36 +321,35 @@ impl<D: ExchangeData> DecideState<D> {
         fresh.resize(records.len(), true);
         let mut repeats = std::mem::take(&mut self.repeats);
         repeats.clear();
-        for segment in order.chunk_by(|a, b| a.0 == b.0) {
-            let slot = &mut self.shards[segment[0].0 as usize];
+        for (shard, segment) in self.segments(&order) {
+            let slot = &mut self.shards[shard];
             if slot.is_none() {
-                *slot = ShardFilter::new(&self.config, records[segment[0].1].0).ok();
+                *slot = ShardFilter::new(&self.config, segment[0].tick).ok();
             }
             let Some(f) = slot.as_mut() else { continue };
             // The check asks for the lines of the record `PREFETCH_AHEAD` places on as it goes,
             // so that a few dozen misses are in flight at a time (a whole run's prefetches at
             // once overflow what the memory system tracks, and most are lost).
-            for &(_, i) in segment.iter().take(PREFETCH_AHEAD) {
-                f.prefetch(records[i].1);
+            for s in segment.iter().take(PREFETCH_AHEAD) {
+                f.prefetch(s.fp);
             }
             let mut start = 0;
-            for run in segment.chunk_by(|a, b| records[a.1].0 == records[b.1].0) {
-                let t = records[run[0].1].0;
+            for run in segment.chunk_by(|a, b| a.tick == b.tick) {
+                let t = run[0].tick;
                 let ahead = &segment[(start + PREFETCH_AHEAD).min(segment.len())..];
                 start += run.len();
                 let view: &ShardFilter = f;
-                let checked = run.iter().enumerate().map(|(j, &(_, i))| {
-                    if let Some(&(_, a)) = ahead.get(j) {
-                        view.prefetch(records[a].1);
+                let checked = run.iter().enumerate().map(|(j, s)| {
+                    if let Some(a) = ahead.get(j) {
+                        view.prefetch(a.fp);
                     }
-                    (i, records[i].1)
+                    (s.i, s.fp)
                 });
                 view.seen_each(checked, t, |i, seen| fresh[i] = !seen);
-                let items = run.iter().map(|&(_, i)| (i, records[i].1));
+                let items = run.iter().map(|s| ((s.i, s.fp), s.fp));
                 // a record not seen before the tick has no live entry yet
-                let absent = |i: &usize| fresh[*i];
-                let placed = f.insert_each(items, t, absent, |i, found| {
-                    let fp = records[i].1;
+                let absent = |&(i, _): &(usize, u64)| fresh[i];
+                let placed = f.insert_each(items, t, absent, |(i, fp), found| {
                     if found == Found::Recent && fresh[i] {
                         repeats.push((t, fp));
                     }
@@ -388,31 +398,38 @@ impl<D: ExchangeData> DecideState<D> {
         passed
     }
 
-    /// `(shard, index)` of every fingerprint, sorted by shard (a stable counting sort). The
-    /// result is `self.order`'s buffer, which the caller puts back, and the scratch vector is
-    /// reused: an epoch allocates nothing here.
-    fn by_shard(&mut self, fps: impl Iterator<Item = u64>) -> Vec<(u32, usize)> {
+    /// A [`Slot`] for every `(tick, fingerprint)`, sorted by shard (a stable counting sort), with
+    /// each shard's run start in `self.bounds`. The result is `self.order`'s buffer, which the
+    /// caller puts back: an epoch allocates nothing here.
+    fn by_shard(&mut self, items: impl Iterator<Item = (Tick, u64)> + Clone) -> Vec<Slot> {
         let shards = self.config.shards();
-        let mut counts = vec![0usize; shards as usize + 1];
-        let mut keyed = std::mem::take(&mut self.keyed);
-        keyed.clear();
-        keyed.extend(fps.enumerate().map(|(i, fp)| {
-            let s = shard_of_fp(fp, shards);
-            counts[s as usize + 1] += 1;
-            (s, i)
-        }));
-        for s in 1..counts.len() {
-            counts[s] += counts[s - 1];
+        let bounds = &mut self.bounds;
+        bounds.clear();
+        bounds.resize(shards as usize + 1, 0);
+        for (_, fp) in items.clone() {
+            bounds[shard_of_fp(fp, shards) as usize + 1] += 1;
         }
+        for s in 1..bounds.len() {
+            bounds[s] += bounds[s - 1];
+        }
+        let mut next = bounds.clone();
         let mut order = std::mem::take(&mut self.order);
         order.clear();
-        order.resize(keyed.len(), (0, 0));
-        for &(s, i) in &keyed {
-            order[counts[s as usize]] = (s, i);
-            counts[s as usize] += 1;
+        order.resize(bounds[shards as usize], Slot::default());
+        for (i, (tick, fp)) in items.enumerate() {
+            let at = &mut next[shard_of_fp(fp, shards) as usize];
+            order[*at] = Slot { tick, fp, i };
+            *at += 1;
         }
-        self.keyed = keyed;
         order
+    }
+
+    /// Each shard with records in `order`, and its run of them.
+    fn segments<'o>(&self, order: &'o [Slot]) -> impl Iterator<Item = (usize, &'o [Slot])> + 'o {
+        let bounds = self.bounds.clone();
+        (0..bounds.len().saturating_sub(1))
+            .filter_map(move |s| Some((s, order.get(bounds[s]..bounds[s + 1])?)))
+            .filter(|(_, run)| !run.is_empty())
     }
 
     /// Among fresh records whose `(tick, fingerprint)` is in `repeats` (candidates flagged by the
