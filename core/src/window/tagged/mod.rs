@@ -67,6 +67,9 @@ use crate::temporal::Tick;
 use crate::window::WindowFilter;
 use rate::Rate;
 use serde::{Deserialize, Serialize};
+
+/// How far ahead of the key being placed a batch insertion requests a key's buckets.
+const PLACE_AHEAD: usize = 8;
 use table::{Slot, SLOTS, TAGS};
 use tables::Tables;
 
@@ -386,7 +389,13 @@ impl TaggedCuckooFilter {
             }
         }
         let mut previous = None;
-        for (item, hash) in fresh {
+        // The buckets of the key `PLACE_AHEAD` places on are requested while this one is placed
+        // (the check brought them near, not into the first-level cache).
+        let ahead: Vec<u64> = fresh.iter().skip(PLACE_AHEAD).map(|&(_, h)| h).collect();
+        for (j, (item, hash)) in fresh.into_iter().enumerate() {
+            if let Some(&h) = ahead.get(j) {
+                self.prefetch(h);
+            }
             // a repeat of the key just placed is current, even if the table grew in between
             let prior = if previous == Some(hash) {
                 Prior::Current
