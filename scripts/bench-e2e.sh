@@ -23,6 +23,9 @@
 #   PORT         first loopback port of the two-process runs (default 24101; uses PORT, PORT+1)
 #   RUN_TIMEOUT  seconds before a run is killed (default 3600)
 #   BENCH_DIR    where the capture, logs and table go (default target/bench-e2e)
+#   ROUNDS       how many times the whole set of runs is repeated, one round after another so
+#                that the runs interleave (default 1); the table shows medians, and the range
+#                of the wall clock when ROUNDS > 1
 # A run that fails is reported as `failed` in its row (its logs stay in BENCH_DIR/logs) and the
 # benchmark goes on.
 set -euo pipefail
@@ -38,6 +41,8 @@ INPUTS="${INPUTS:-}"
 PORT="${PORT:-24101}"
 RUN_TIMEOUT="${RUN_TIMEOUT:-3600}"
 BENCH_DIR="${BENCH_DIR:-$ROOT/target/bench-e2e}"
+ROUNDS="${ROUNDS:-1}"
+ROUND=1
 BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples"
 TIME=/usr/bin/time
 
@@ -80,8 +85,8 @@ row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"; }
 single() {
     local input=$1 run=$2
     shift 2
-    local log="$BENCH_DIR/logs/$input-$run"
-    echo "bench-e2e: $input $run: trace_dedup $*" >&2
+    local log="$BENCH_DIR/logs/$input-$run-r$ROUND"
+    echo "bench-e2e: round $ROUND: $input $run: trace_dedup $*" >&2
     local status=ok
     "$TIME" -v -o "$log.time" timeout "$RUN_TIMEOUT" "$BIN/trace_dedup" "$@" \
         >"$log.out" 2>"$log.err" || status=failed
@@ -100,10 +105,10 @@ kill_tree() {
 pair() {
     local input=$1 run=$2
     shift 2
-    local log="$BENCH_DIR/logs/$input-$run"
+    local log="$BENCH_DIR/logs/$input-$run-r$ROUND"
     local hosts="$BENCH_DIR/hosts.txt"
     printf '127.0.0.1:%d\n127.0.0.1:%d\n' "$PORT" "$((PORT + 1))" >"$hosts"
-    echo "bench-e2e: $input $run: trace_dedup $* -n 2 -p 0|1 -h $hosts" >&2
+    echo "bench-e2e: round $ROUND: $input $run: trace_dedup $* -n 2 -p 0|1 -h $hosts" >&2
     "$TIME" -v -o "$log.p1.time" timeout "$RUN_TIMEOUT" "$BIN/trace_dedup" "$@" \
         -w 1 -n 2 -p 1 -h "$hosts" >"$log.p1.out" 2>"$log.p1.err" &
     local p1=$!
@@ -134,22 +139,24 @@ table_for() {
     done
 }
 
-table_for capture --pcap "$CAPTURE"
-if [[ -f data/real.pcap ]]; then
-    table_for real --pcap data/real.pcap
-fi
-if [[ -n "$INPUTS" ]]; then
-    n_extra=0
-    IFS=';' read -ra sets <<<"$INPUTS"
-    for set in "${sets[@]}"; do
-        [[ -n "${set// /}" ]] || continue
-        name="${set%%=*}"
-        flags="${set#*=}"
-        [[ "$set" == *=* ]] || name="input$((++n_extra))"
-        # shellcheck disable=SC2086 # flags are split on purpose
-        table_for "$name" $flags
-    done
-fi
+for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
+    table_for capture --pcap "$CAPTURE"
+    if [[ -f data/real.pcap ]]; then
+        table_for real --pcap data/real.pcap
+    fi
+    if [[ -n "$INPUTS" ]]; then
+        n_extra=0
+        IFS=';' read -ra sets <<<"$INPUTS"
+        for set in "${sets[@]}"; do
+            [[ -n "${set// /}" ]] || continue
+            name="${set%%=*}"
+            flags="${set#*=}"
+            [[ "$set" == *=* ]] || name="input$((++n_extra))"
+            # shellcheck disable=SC2086 # flags are split on purpose
+            table_for "$name" $flags
+        done
+    fi
+done
 
 # --- The table. ------------------------------------------------------------------------------
 python3 - "$RESULTS" <<'EOF' | tee "$BENCH_DIR/table.md"
@@ -199,25 +206,48 @@ def fmt(v, spec):
 
 print("| input | run | records | wall s | records/s | seconds_total | bytes/record | peak RSS MiB | JSON peak RSS MiB |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+
+def median(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    values.sort()
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+# Rows of the same input and run (one per round), in the order first run.
+groups = {}
 with open(sys.argv[1]) as f:
     for line in f:
         input_, run, status, out, times = line.rstrip("\n").split("\t")
-        if status != "ok":
-            print(f"| {input_} | {run} | failed | - | - | - | - | - | - |")
-            continue
+        groups.setdefault((input_, run), []).append((status, out, times))
+for (input_, run), rows in groups.items():
+    if any(status != "ok" for status, _, _ in rows):
+        print(f"| {input_} | {run} | failed | - | - | - | - | - | - |")
+        continue
+    measured = []
+    for _, out, times in rows:
         j = last_json(out)
         walls, rsses = zip(*(gnu_time(t) for t in times.split(",")))
         # Processes run side by side: the run's wall time is the longest, its memory the sum.
         wall = None if None in walls else max(walls)
         rss = None if None in rsses else sum(rsses) / 1024
-        records = num(j.get("records"))
-        rate = records / wall if records is not None and wall else None
         jrss = num(j.get("peak_rss_bytes"))
-        print(
-            f"| {input_} | {run} | {fmt(records, 'd') if isinstance(records, int) else fmt(records, '.0f')}"
-            f" | {fmt(wall, '.2f')} | {fmt(rate, ',.0f')}"
-            f" | {fmt(num(j.get('seconds_total')), '.3f')}"
-            f" | {fmt(num(j.get('bytes_exchanged_per_record')), '.2f')}"
-            f" | {fmt(rss, '.1f')} | {fmt(None if jrss is None else jrss / 2**20, '.1f')} |"
-        )
+        measured.append((j, wall, rss, None if jrss is None else jrss / 2**20))
+    j = measured[0][0]
+    records = num(j.get("records"))
+    walls = [m[1] for m in measured]
+    wall = median(walls)
+    rate = records / wall if records is not None and wall else None
+    shown = fmt(wall, ".2f")
+    if len(measured) > 1 and None not in walls:
+        shown += f" ({min(walls):.2f}–{max(walls):.2f})"
+    print(
+        f"| {input_} | {run} | {fmt(records, 'd') if isinstance(records, int) else fmt(records, '.0f')}"
+        f" | {shown} | {fmt(rate, ',.0f')}"
+        f" | {fmt(median([num(m[0].get('seconds_total')) for m in measured]), '.3f')}"
+        f" | {fmt(num(j.get('bytes_exchanged_per_record')), '.2f')}"
+        f" | {fmt(median([m[2] for m in measured]), '.1f')}"
+        f" | {fmt(median([m[3] for m in measured]), '.1f')} |"
+    )
 EOF
