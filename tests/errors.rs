@@ -2619,4 +2619,33 @@ mod checkpoints {
         assert!(stderr.starts_with("trace_dedup: process 0 of 2 could not reach every peer process within 1s (hostfile "), "{stderr}");
         assert!(!stderr.contains("panicked"));
     }
+
+    #[test]
+    fn k18_own_address_in_use_is_an_error() {
+        // the first process's port, held open by this test for the run
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let other = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let hosts = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(
+            hosts.path(),
+            format!("127.0.0.1:{port}\n127.0.0.1:{other}\n"),
+        )
+        .unwrap();
+        let h = hosts.path().to_str().unwrap();
+        let out = run(&["-n", "2", "-p", "0", "-h", h, "--peer-timeout", "5s"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.starts_with("trace_dedup: failed to connect process 0 to its peers ("),
+            "{stderr}"
+        );
+        assert!(stderr.contains("in use"), "{stderr}");
+        assert!(!stderr.contains("panicked"));
+        drop(taken);
+    }
 }
