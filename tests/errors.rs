@@ -2595,23 +2595,29 @@ mod checkpoints {
         );
     }
 
-    #[test]
-    fn k15_unreachable_peer_stops_with_a_message() {
-        let ports: Vec<u16> = (0..2)
-            .map(|_| {
-                std::net::TcpListener::bind("127.0.0.1:0")
-                    .unwrap()
-                    .local_addr()
-                    .unwrap()
-                    .port()
-            })
-            .collect();
+    /// A loopback port free when asked (its listener is closed again).
+    fn free_port() -> u16 {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    }
+
+    /// A hostfile of two processes on loopback at `ports`.
+    fn hostfile(ports: [u16; 2]) -> tempfile::NamedTempFile {
         let hosts = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(
             hosts.path(),
             format!("127.0.0.1:{}\n127.0.0.1:{}\n", ports[0], ports[1]),
         )
         .unwrap();
+        hosts
+    }
+
+    #[test]
+    fn k15_unreachable_peer_stops_with_a_message() {
+        let hosts = hostfile([free_port(), free_port()]);
         let h = hosts.path().to_str().unwrap();
         let out = run(&["-n", "2", "-p", "0", "-h", h, "--peer-timeout", "1s"]);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -2624,18 +2630,7 @@ mod checkpoints {
     fn k18_own_address_in_use_is_an_error() {
         // the first process's port, held open by this test for the run
         let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = taken.local_addr().unwrap().port();
-        let other = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let hosts = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(
-            hosts.path(),
-            format!("127.0.0.1:{port}\n127.0.0.1:{other}\n"),
-        )
-        .unwrap();
+        let hosts = hostfile([taken.local_addr().unwrap().port(), free_port()]);
         let h = hosts.path().to_str().unwrap();
         let out = run(&["-n", "2", "-p", "0", "-h", h, "--peer-timeout", "5s"]);
         let stderr = String::from_utf8_lossy(&out.stderr);
