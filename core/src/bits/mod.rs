@@ -5,7 +5,10 @@
 
 use crate::changed::ChangedWords;
 use crate::error::{Error, Result};
-use serde::{Deserialize, Serialize};
+use lines::LineWords;
+use serde::{Deserialize, Serialize, Serializer};
+
+mod lines;
 
 /// A fixed-size array of `len` bits.
 ///
@@ -19,34 +22,38 @@ use serde::{Deserialize, Serialize};
 /// let folded = b.fold(50).unwrap(); // bit i goes to i mod 50
 /// assert!(folded.test(3) && folded.test(49));
 /// ```
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(try_from = "BitsRepr", into = "BitsRepr")]
+///
+/// Word 0 starts a 64-byte cache line, so each 8-word block of a blocked filter is one line.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(try_from = "BitsRepr<Vec<u64>>")]
 pub struct Bits {
     len: u64,
-    words: Vec<u64>,
+    words: LineWords,
     dirty: Dirty,
 }
 
-/// The serialized form: length and words, validated on the way in.
+/// The serialized form: length and words, validated on the way in; written from a borrow of the
+/// words (no copy of the array).
 #[derive(Serialize, Deserialize)]
-struct BitsRepr {
+struct BitsRepr<W> {
     len: u64,
-    words: Vec<u64>,
+    words: W,
 }
 
-impl TryFrom<BitsRepr> for Bits {
+impl TryFrom<BitsRepr<Vec<u64>>> for Bits {
     type Error = Error;
-    fn try_from(r: BitsRepr) -> Result<Self> {
+    fn try_from(r: BitsRepr<Vec<u64>>) -> Result<Self> {
         Bits::from_words(r.len, r.words)
     }
 }
 
-impl From<Bits> for BitsRepr {
-    fn from(b: Bits) -> Self {
+impl Serialize for Bits {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         BitsRepr {
-            len: b.len,
-            words: b.words,
+            len: self.len,
+            words: self.words(),
         }
+        .serialize(s)
     }
 }
 
@@ -93,7 +100,7 @@ impl Bits {
     pub fn new(len: u64) -> Self {
         Bits {
             len,
-            words: vec![0; words_for(len)],
+            words: LineWords::zeroed(words_for(len)),
             dirty: Dirty::default(),
         }
     }
@@ -106,7 +113,7 @@ impl Bits {
         // Ask the allocator once, then allocate zeroed: `vec![0; n]` gets pages the kernel zeroes
         // on first touch, where `try_reserve` followed by `resize` would write every word now.
         Vec::<u64>::new()
-            .try_reserve_exact(words)
+            .try_reserve_exact(words.saturating_add(7))
             .map_err(|_| out_of_memory())?;
         Ok(Self::new(len))
     }
@@ -122,7 +129,7 @@ impl Bits {
         }
         let bits = Bits {
             len,
-            words,
+            words: LineWords::copied(&words),
             dirty: Dirty::default(),
         };
         if bits.tail_mask_violated() {
@@ -136,7 +143,7 @@ impl Bits {
 
     fn tail_mask_violated(&self) -> bool {
         let rem = self.len % 64;
-        rem != 0 && self.words.last().is_some_and(|w| w >> rem != 0)
+        rem != 0 && self.words().last().is_some_and(|w| w >> rem != 0)
     }
 
     /// Number of bits.
@@ -154,7 +161,7 @@ impl Bits {
     /// The words, low bits first.
     #[inline]
     pub fn words(&self) -> &[u64] {
-        &self.words
+        self.words.as_slice()
     }
 
     /// Sets bit `i` (`i < len`); returns whether it was newly set.
@@ -163,10 +170,11 @@ impl Bits {
         debug_assert!(i < self.len);
         let w = (i / 64) as usize;
         let b = 1u64 << (i % 64);
-        let old = self.words[w];
+        let word = &mut self.words.as_mut_slice()[w];
+        let old = *word;
         // Store unconditionally: a branch on `old` would wait for the (usually missing) cache line
         // and mispredict about half the time while a filter fills.
-        self.words[w] = old | b;
+        *word = old | b;
         self.dirty.touch(w);
         old & b == 0
     }
@@ -175,7 +183,7 @@ impl Bits {
     #[inline]
     pub fn test(&self, i: u64) -> bool {
         debug_assert!(i < self.len);
-        self.words[(i / 64) as usize] >> (i % 64) & 1 == 1
+        self.words()[(i / 64) as usize] >> (i % 64) & 1 == 1
     }
 
     /// Clears bit `i` (`i < len`); returns whether it was set. The generalized Bloom filter
@@ -185,8 +193,9 @@ impl Bits {
         debug_assert!(i < self.len);
         let w = (i / 64) as usize;
         let b = 1u64 << (i % 64);
-        let old = self.words[w];
-        self.words[w] = old & !b;
+        let word = &mut self.words.as_mut_slice()[w];
+        let old = *word;
+        *word = old & !b;
         self.dirty.touch(w);
         old & b != 0
     }
@@ -199,9 +208,10 @@ impl Bits {
         let w = (at / 64) as usize;
         let off = (at % 64) as u32;
         let mask = u64::MAX >> (64 - width);
-        let low = self.words[w] >> off;
+        let words = self.words();
+        let low = words[w] >> off;
         let value = if off + width > 64 {
-            low | self.words[w + 1] << (64 - off)
+            low | words[w + 1] << (64 - off)
         } else {
             low
         };
@@ -217,12 +227,13 @@ impl Bits {
         let off = (at % 64) as u32;
         let mask = u64::MAX >> (64 - width);
         let value = value & mask;
-        self.words[w] = (self.words[w] & !(mask << off)) | value << off;
+        let words = self.words.as_mut_slice();
+        words[w] = (words[w] & !(mask << off)) | value << off;
         self.dirty.touch(w);
         if off + width > 64 {
             let spill = off + width - 64;
             let high = u64::MAX >> (64 - spill);
-            self.words[w + 1] = (self.words[w + 1] & !high) | value >> (64 - off);
+            words[w + 1] = (words[w + 1] & !high) | value >> (64 - off);
             self.dirty.touch(w + 1);
         }
     }
@@ -231,7 +242,7 @@ impl Bits {
     /// block of a blocked filter, fetched with a single bounds check.
     #[inline]
     pub(crate) fn block(&self, first: usize) -> &[u64; 8] {
-        let words: &[u64] = &self.words[first..];
+        let words: &[u64] = &self.words()[first..];
         match words.first_chunk() {
             Some(block) => block,
             None => panic!("block at word {first} runs past {} words", self.words.len()),
@@ -242,7 +253,7 @@ impl Bits {
     /// writes.
     #[inline]
     pub(crate) fn writer(&mut self) -> Writer<'_> {
-        let words = &mut self.words[..];
+        let words = self.words.as_mut_slice();
         if self.dirty.enabled {
             Writer::Tracked(BitWriter {
                 words,
@@ -258,7 +269,7 @@ impl Bits {
 
     /// Number of set bits.
     pub fn count_ones(&self) -> u64 {
-        self.words.iter().map(|w| u64::from(w.count_ones())).sum()
+        self.words().iter().map(|w| u64::from(w.count_ones())).sum()
     }
 
     /// Fraction of set bits (0 for an empty array).
@@ -279,7 +290,7 @@ impl Bits {
                 right: other.len,
             });
         }
-        for (w, (a, b)) in self.words.iter_mut().zip(&other.words).enumerate() {
+        for (w, (a, b)) in self.words.as_mut_slice().iter_mut().zip(other.words()).enumerate() {
             if *b & !*a != 0 {
                 *a |= *b;
                 self.dirty.touch(w);
@@ -306,7 +317,7 @@ impl Bits {
                 "bits are set past the array's length",
             ));
         }
-        let slot = &mut self.words[index];
+        let slot = &mut self.words.as_mut_slice()[index];
         if word & !*slot != 0 {
             *slot |= word;
             self.dirty.touch(index);
@@ -323,20 +334,20 @@ impl Bits {
         let mut out = Bits::new(to);
         if to.is_multiple_of(64) {
             let per = (to / 64) as usize;
-            for chunk in self.words.chunks(per) {
-                for (o, w) in out.words.iter_mut().zip(chunk) {
+            for chunk in self.words().chunks(per) {
+                for (o, w) in out.words.as_mut_slice().iter_mut().zip(chunk) {
                     *o |= w;
                 }
             }
         } else {
-            for (wi, &w) in self.words.iter().enumerate() {
+            for (wi, &w) in self.words().iter().enumerate() {
                 let mut rest = w;
                 while rest != 0 {
                     let b = u64::from(rest.trailing_zeros());
                     rest &= rest - 1;
                     let i = wi as u64 * 64 + b;
                     let j = i % to;
-                    out.words[(j / 64) as usize] |= 1 << (j % 64);
+                    out.words.as_mut_slice()[(j / 64) as usize] |= 1 << (j % 64);
                 }
             }
         }
@@ -350,7 +361,7 @@ impl Bits {
             self.dirty = Dirty {
                 enabled: true,
                 lines: vec![0; self.words.len().div_ceil(64) * 8],
-                drained: self.words.clone(),
+                drained: self.words().to_vec(),
             };
         }
     }
@@ -360,7 +371,7 @@ impl Bits {
     pub fn drain_changed(&mut self) -> ChangedWords {
         let mut out = ChangedWords::default();
         let Dirty { lines, drained, .. } = &mut self.dirty;
-        let (now_lines, now_tail) = self.words.as_chunks::<8>();
+        let (now_lines, now_tail) = self.words.as_slice().as_chunks::<8>();
         let (then_lines, then_tail) = drained.as_chunks_mut::<8>();
         // 8 line flags, read as one word, make a group of 64 words; a flagged line is compared
         // branch-free, as a whole line (the array's last, partial line word by word).
@@ -387,11 +398,11 @@ impl Bits {
         out
     }
 
-    /// Memory held, in bits: the words, and when tracking changes also the copy of them and
-    /// the line flags.
+    /// Memory held, in bits: the words (with the up to 7 words that align them to a cache line),
+    /// and when tracking changes also the copy of them and the line flags.
     pub fn memory_bits(&self) -> u64 {
         let record = self.dirty.drained.len() as u64 * 64 + self.dirty.lines.len() as u64 * 8;
-        self.words.len() as u64 * 64 + record
+        self.words.held() as u64 * 64 + record
     }
 }
 
