@@ -26,7 +26,7 @@
 
 use chronobloom_core::bloom::{BloomFilter, Filter};
 use chronobloom_core::hash::mix64;
-use chronobloom_core::matrix::{MatrixBloom, MatrixPbf};
+use chronobloom_core::matrix::{MatrixBloom, MatrixPbf, MatrixShape};
 use chronobloom_core::temporal::{Pbf2, TemporalFilter, TimeRange};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
@@ -50,14 +50,27 @@ fn value(a: u64, j: u64) -> u64 {
     mix64(a * 1_000 + j) % VALUES
 }
 
-fn filters() -> (BloomFilter, MatrixBloom) {
+/// The Bloom filter, the square matrix and the line-local matrix of equal bits.
+struct Filters {
+    bloom: BloomFilter,
+    square: MatrixBloom,
+    lines: MatrixBloom,
+}
+
+fn filters() -> Filters {
     let n = KEYS * VALUES_PER_KEY;
-    let mut m = MatrixBloom::with_fpr(n, 0.01, 1).unwrap();
+    // The budget: Theorem 2's bits for 1% in whole line-local classes, for all three.
+    let budget = MatrixShape::line_local_bits(MatrixShape::for_fpr(n, 0.01).unwrap().bits(), n)
+        .unwrap()
+        .stored_bits();
+    let mut m = MatrixBloom::new(MatrixShape::min_storage_bits(budget, n, 1).unwrap(), 1).unwrap();
     let s = m.shape();
-    let mut b = BloomFilter::new(s.stored_bits(), s.hashes(), 1).unwrap();
+    let mut b = BloomFilter::new(budget, s.hashes(), 1).unwrap();
+    let mut l = MatrixBloom::new(MatrixShape::line_local_bits(budget, n).unwrap(), 1).unwrap();
     for a in 0..KEYS {
         for j in 0..VALUES_PER_KEY {
             m.insert(&a, &value(a, j));
+            l.insert(&a, &value(a, j));
             b.insert(&(a, value(a, j)));
         }
     }
@@ -66,25 +79,42 @@ fn filters() -> (BloomFilter, MatrixBloom) {
         .filter(|&(a, v)| (0..VALUES_PER_KEY).all(|j| value(a, j) != v))
         .collect();
     let rate = |hits: usize| hits as f64 / absent.len() as f64;
+    let ls = l.shape();
     eprintln!(
-        "matrix {} × {} ({} bits, k = {} × {}), Bloom {} bits k = {}; theorem 1 rate {:.4}; \
-         measured: matrix {:.4}, Bloom {:.4}",
+        "matrix {} × {} ({} bits, k = {} × {}), line-local {} × {} in {} classes ({} bits, \
+         k = {} × {}), Bloom {} bits k = {}; theorem 1 rate {:.4}; measured: matrix {:.4}, \
+         line-local {:.4}, Bloom {:.4}",
         s.rows,
         s.cols,
         s.stored_bits(),
         s.row_hashes,
         s.col_hashes,
+        ls.rows,
+        ls.cols,
+        ls.classes,
+        ls.stored_bits(),
+        ls.row_hashes,
+        ls.col_hashes,
         b.bit_len(),
         b.hashes(),
         s.fpr(n as f64),
         rate(absent.iter().filter(|(a, v)| m.contains(a, v)).count()),
+        rate(absent.iter().filter(|(a, v)| l.contains(a, v)).count()),
         rate(absent.iter().filter(|t| b.contains(*t)).count()),
     );
-    (b, m)
+    Filters {
+        bloom: b,
+        square: m,
+        lines: l,
+    }
 }
 
 fn one_side(c: &mut Criterion) {
-    let (bloom, matrix) = filters();
+    let Filters {
+        bloom,
+        square: matrix,
+        lines,
+    } = filters();
     for &batch in &BATCHES {
         let b = batch as u64;
         let key_batches: Vec<(u64, Vec<u64>)> = (0..rotation(b))
@@ -103,6 +133,9 @@ fn one_side(c: &mut Criterion) {
         let mut g = c.benchmark_group("matrix/key_fixed");
         g.throughput(Throughput::Elements(b));
         let mut i = 0;
+        // Answers go into one buffer reused from batch to batch, as a caller of many batches
+        // would (`contains_*_into`); the Bloom filter's loop allocates nothing either.
+        let mut out = Vec::with_capacity(batch);
         g.bench_function(BenchmarkId::new("bloom", batch), |bench| {
             bench.iter(|| {
                 let (a, values) = &key_batches[i % key_batches.len()];
@@ -114,7 +147,18 @@ fn one_side(c: &mut Criterion) {
             bench.iter(|| {
                 let (a, values) = &key_batches[i % key_batches.len()];
                 i += 1;
-                black_box(matrix.contains_values(a, values))
+                out.clear();
+                matrix.contains_values_into(a, values, &mut out);
+                black_box(&out);
+            })
+        });
+        g.bench_function(BenchmarkId::new("lines", batch), |bench| {
+            bench.iter(|| {
+                let (a, values) = &key_batches[i % key_batches.len()];
+                i += 1;
+                out.clear();
+                lines.contains_values_into(a, values, &mut out);
+                black_box(&out);
             })
         });
         g.finish();
@@ -132,7 +176,18 @@ fn one_side(c: &mut Criterion) {
             bench.iter(|| {
                 let (keys, v) = &value_batches[i % value_batches.len()];
                 i += 1;
-                black_box(matrix.contains_keys(keys, v))
+                out.clear();
+                matrix.contains_keys_into(keys, v, &mut out);
+                black_box(&out);
+            })
+        });
+        g.bench_function(BenchmarkId::new("lines", batch), |bench| {
+            bench.iter(|| {
+                let (keys, v) = &value_batches[i % value_batches.len()];
+                i += 1;
+                out.clear();
+                lines.contains_keys_into(keys, v, &mut out);
+                black_box(&out);
             })
         });
         g.finish();
@@ -140,7 +195,11 @@ fn one_side(c: &mut Criterion) {
 }
 
 fn cross(c: &mut Criterion) {
-    let (bloom, matrix) = filters();
+    let Filters {
+        bloom,
+        square: matrix,
+        lines,
+    } = filters();
     for side in [4u64, 8, 16, 32] {
         let sets: Vec<(Vec<u64>, Vec<u64>)> = (0..rotation(side * side))
             .map(|r| {
@@ -167,6 +226,13 @@ fn cross(c: &mut Criterion) {
                 let (keys, values) = &sets[i % sets.len()];
                 i += 1;
                 black_box(matrix.contains_cross(keys, values))
+            })
+        });
+        g.bench_function(BenchmarkId::new("lines", side * side), |bench| {
+            bench.iter(|| {
+                let (keys, values) = &sets[i % sets.len()];
+                i += 1;
+                black_box(lines.contains_cross(keys, values))
             })
         });
         g.finish();

@@ -97,7 +97,7 @@ mod tests {
     use super::*;
 
     fn aligned(w: &LineWords) -> bool {
-        w.as_slice().as_ptr().addr() % 64 == 0
+        w.as_slice().as_ptr().addr().is_multiple_of(64)
     }
 
     #[test]

@@ -290,7 +290,13 @@ impl Bits {
                 right: other.len,
             });
         }
-        for (w, (a, b)) in self.words.as_mut_slice().iter_mut().zip(other.words()).enumerate() {
+        for (w, (a, b)) in self
+            .words
+            .as_mut_slice()
+            .iter_mut()
+            .zip(other.words())
+            .enumerate()
+        {
             if *b & !*a != 0 {
                 *a |= *b;
                 self.dirty.touch(w);

@@ -42,11 +42,13 @@ mod fastmod;
 mod key;
 mod prehashed;
 mod probes;
+mod reduce;
 
 pub use fastmod::FastMod;
 pub use key::{CanonicalBytes, Key};
 pub use prehashed::Prehashed;
 pub use probes::Probes;
+pub use reduce::{LowBits, Reduce};
 
 use serde::{Deserialize, Serialize};
 

@@ -1,25 +1,26 @@
 //! Probe positions by enhanced double hashing (Dillinger and Manolios, 2004).
 
-use super::{FastMod, KeyHash};
+use super::{FastMod, KeyHash, Reduce};
 
-/// Iterator over the `k` probe positions of one key hash in an `m`-bit filter.
+/// Iterator over the `k` probe positions of one key hash in an `m`-bit filter, reduced by `R`
+/// ([`FastMod`] for any `m`, [`super::LowBits`] for a power of two: the same positions).
 ///
 /// The i-th position is `g_i mod m` with `g_0 = lo`, `d_0 = hi`, `g_{i+1} = g_i + d_i`,
 /// `d_{i+1} = d_i + (i + 1)` (wrapping). The `(i^3 - i) / 6` term this adds to plain double hashing
 /// breaks the cycles plain double hashing falls into when `hi mod m` is small.
 #[derive(Debug, Clone)]
-pub struct Probes {
+pub struct Probes<R = FastMod> {
     g: u64,
     d: u64,
     i: u32,
     k: u32,
-    m: FastMod,
+    m: R,
 }
 
-impl Probes {
+impl<R: Reduce> Probes<R> {
     /// The `k` probes of `hash` reduced by `m`.
     #[inline]
-    pub fn new(hash: KeyHash, k: u32, m: FastMod) -> Self {
+    pub fn new(hash: KeyHash, k: u32, m: R) -> Self {
         Probes {
             g: hash.lo,
             d: hash.hi,
@@ -30,7 +31,7 @@ impl Probes {
     }
 }
 
-impl Iterator for Probes {
+impl<R: Reduce> Iterator for Probes<R> {
     type Item = u64;
 
     #[inline]
@@ -51,4 +52,4 @@ impl Iterator for Probes {
     }
 }
 
-impl ExactSizeIterator for Probes {}
+impl<R: Reduce> ExactSizeIterator for Probes<R> {}

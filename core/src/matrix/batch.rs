@@ -13,17 +13,16 @@
 //! Both give exactly the answers of [`MatrixBloom::contains`] (the tests compare them).
 
 use super::filter::MatrixBloom;
-use super::lanes::Fixed;
-use super::probe::{ColProbe, RowProbe};
+use super::probe::{by_reducer, ColProbe, RowProbe};
 use super::shape::MAX_SIDE_HASHES;
-use crate::hash::Key;
+use crate::hash::{Key, KeyHash, Probes};
 use crate::prefetch::prefetch;
 
 /// A mask pays when building it costs at most this many words read per tuple of the batch: the
 /// mask's words are read in sequence, the direct tests hit random lines. A judgement, not a tuned
 /// value: in `benches/matrix.rs` (2 rows of 49 words) it switches to the mask from 13 tuples,
 /// and 16-tuple batches run at 23 ns per tuple against 39 ns for 4-tuple ones tested directly.
-const MASK_WORDS_PER_TUPLE: u64 = 8;
+const MASK_WORDS_PER_TUPLE: u64 = 16;
 
 /// A column mask tests `k2` bits in every row, a cache line each; a direct tuple test hashes a key
 /// and tests `k1` rows. One direct tuple test costs about this many mask tests (measured with
@@ -50,16 +49,42 @@ impl MatrixBloom {
     /// assert_eq!(m.contains_values(&"A", &[6u32, 1])[..], [true, true]);
     /// ```
     pub fn contains_values<A: Key + ?Sized, B: Key>(&self, a: &A, values: &[B]) -> Vec<bool> {
+        let mut out = Vec::with_capacity(values.len());
+        self.contains_values_into(a, values, &mut out);
+        out
+    }
+
+    /// [`Self::contains_values`], appending the answers to `out` (a buffer reused from batch to
+    /// batch saves an allocation per batch).
+    ///
+    /// ```
+    /// use chronobloom_core::matrix::MatrixBloom;
+    /// let mut m = MatrixBloom::with_fpr(1_000, 0.001, 1).unwrap();
+    /// m.insert(&"A", &1u32);
+    /// let mut out = vec![false];
+    /// m.contains_values_into(&"A", &[1u32], &mut out);
+    /// assert_eq!(out, [false, true]);
+    /// ```
+    pub fn contains_values_into<A: Key + ?Sized, B: Key>(
+        &self,
+        a: &A,
+        values: &[B],
+        out: &mut Vec<bool>,
+    ) {
+        out.reserve(values.len());
         let rows = self.geometry.rows_of(a);
         if self.row_mask_pays(values.len()) {
             // The rows' lines load while the first values are hashed.
             self.prefetch_rows(&rows);
-            let k2 = self.geometry.col_hashes as usize;
+            let g = &self.geometry;
+            let (k2, seed) = (g.col_hashes as usize, g.col_seed);
             let mut first = [0u64; HASHED_AHEAD];
             let ahead = values.len().min(HASHED_AHEAD / k2);
-            for (slot, b) in first.chunks_exact_mut(k2).zip(&values[..ahead]) {
-                fill(slot, self.geometry.col_indices(b));
-            }
+            by_reducer!(g.class_cols_low, g.class_cols, |class_cols| {
+                for (slot, b) in first.chunks_exact_mut(k2).zip(&values[..ahead]) {
+                    fill(slot, g.col_indices_by(KeyHash::of(b, seed), class_cols));
+                }
+            });
             let words = (self.geometry.stride / 64) as usize;
             let (mut stack, mut heap) = ([u64::MAX; STACK_MASK_WORDS], Vec::new());
             let mask = if words <= STACK_MASK_WORDS {
@@ -70,25 +95,21 @@ impl MatrixBloom {
             };
             self.and_rows(&rows, mask);
             let mask = &*mask;
-            let mut out = Vec::with_capacity(values.len());
             out.extend(
                 first
                     .chunks_exact(k2)
                     .take(ahead)
                     .map(|cols| mask_has_all(mask, cols.iter().copied())),
             );
-            out.extend(
-                values[ahead..]
-                    .iter()
-                    .map(|b| mask_has_all(mask, self.geometry.col_indices(b))),
-            );
-            out
+            by_reducer!(g.class_cols_low, g.class_cols, |class_cols| out.extend(
+                values[ahead..].iter().map(|b| {
+                    mask_has_all(mask, g.col_indices_by(KeyHash::of(b, seed), class_cols))
+                })
+            ));
         } else {
             let mut row_words = [0; SIDES];
             let k1 = fill(&mut row_words, rows.offsets().iter().map(|&o| o / 64));
-            self.test_batch(values, Fixed::Rows(&row_words[..k1]), |b, slot| {
-                fill(slot, self.geometry.col_indices(b))
-            })
+            self.test_values(&row_words[..k1], values, out);
         }
     }
 
@@ -102,21 +123,32 @@ impl MatrixBloom {
     /// assert_eq!(m.contains_keys(&["F", "A"], &3u32)[..], [true, true]);
     /// ```
     pub fn contains_keys<A: Key, B: Key + ?Sized>(&self, keys: &[A], b: &B) -> Vec<bool> {
+        let mut out = Vec::with_capacity(keys.len());
+        self.contains_keys_into(keys, b, &mut out);
+        out
+    }
+
+    /// [`Self::contains_keys`], appending the answers to `out` (a buffer reused from batch to
+    /// batch saves an allocation per batch).
+    pub fn contains_keys_into<A: Key, B: Key + ?Sized>(
+        &self,
+        keys: &[A],
+        b: &B,
+        out: &mut Vec<bool>,
+    ) {
+        out.reserve(keys.len());
         let cols = self.geometry.cols_of(b);
         if self.col_mask_pays(keys.len()) {
-            let mask = self.col_mask(&cols);
-            return keys
-                .iter()
-                .map(|a| mask_has_all(&mask, self.geometry.row_indices(a)))
-                .collect();
+            let (mask, g) = (self.col_mask(&cols), &self.geometry);
+            by_reducer!(g.rows_low, g.rows, |rows| out.extend(keys.iter().map(
+                |a| {
+                    let h = KeyHash::of(a, g.row_seed);
+                    mask_has_all(&mask, Probes::new(h, g.row_hashes, rows))
+                }
+            )));
+        } else {
+            self.test_keys(cols.cols(), keys, out);
         }
-        let words_per_row = self.geometry.stride / 64;
-        self.test_batch(keys, Fixed::Cols(cols.cols()), |a, slot| {
-            fill(
-                slot,
-                self.geometry.row_indices(a).map(|r| r * words_per_row),
-            )
-        })
     }
 
     /// The cross product: entry `i · values.len() + j` answers `(keys[i], values[j])`. Each key
@@ -235,7 +267,7 @@ pub(crate) fn mask_has_all(mask: &[u64], indices: impl Iterator<Item = u64>) -> 
 
 /// Writes `items` into the front of `slots`; returns how many were written.
 #[inline]
-fn fill<T>(slots: &mut [T], items: impl Iterator<Item = T>) -> usize {
+pub(super) fn fill<T>(slots: &mut [T], items: impl Iterator<Item = T>) -> usize {
     let mut n = 0;
     for (slot, item) in slots.iter_mut().zip(items) {
         *slot = item;

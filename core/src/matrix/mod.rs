@@ -40,15 +40,15 @@
 
 mod batch;
 mod filter;
-mod lanes;
 mod layout;
+mod pipeline;
 mod probe;
 mod shape;
 mod temporal;
 
 pub use filter::MatrixBloom;
 pub use layout::TupleStats;
-pub use shape::{MatrixLayout, MatrixShape, MAX_SIDE_HASHES};
+pub use shape::{MatrixLayout, MatrixShape, LINE_COLS, MAX_SIDE_HASHES};
 pub use temporal::MatrixPbf;
 
 #[cfg(test)]

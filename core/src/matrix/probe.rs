@@ -2,7 +2,7 @@
 //! ([`RowProbe`]) and the `k2` columns of a second ([`ColProbe`]).
 
 use super::shape::{MatrixShape, MAX_SIDE_HASHES};
-use crate::hash::{mix64, FastMod, Key, KeyHash, Probes};
+use crate::hash::{mix64, FastMod, Key, KeyHash, LowBits, Probes, Reduce};
 
 const SIDES: usize = MAX_SIDE_HASHES as usize;
 
@@ -21,6 +21,10 @@ pub(crate) fn column_seed(seed: u64) -> u64 {
 pub(crate) struct Geometry {
     pub(crate) rows: FastMod,
     pub(crate) class_cols: FastMod,
+    /// `rows` as one AND, when a power of two ([`by_reducer!`]).
+    pub(crate) rows_low: Option<LowBits>,
+    /// `class_cols` as one AND, when a power of two.
+    pub(crate) class_cols_low: Option<LowBits>,
     pub(crate) classes: FastMod,
     /// Bits per stored row (whole words).
     pub(crate) stride: u64,
@@ -36,6 +40,8 @@ impl Geometry {
         Some(Geometry {
             rows: FastMod::new(shape.rows)?,
             class_cols: FastMod::new(shape.class_cols())?,
+            rows_low: LowBits::new(shape.rows),
+            class_cols_low: LowBits::new(shape.class_cols()),
             classes: FastMod::new(shape.classes)?,
             stride: shape.stride()?,
             row_hashes: shape.row_hashes,
@@ -87,13 +93,6 @@ impl Geometry {
         self.cols_of_hash(KeyHash::of(b, self.col_seed))
     }
 
-    /// The row indices (not offsets) of the first component `a`, as an iterator: for the
-    /// varying side of a batch, where building a [`RowProbe`] would copy its array per tuple.
-    #[inline]
-    pub(crate) fn row_indices<A: Key + ?Sized>(&self, a: &A) -> Probes {
-        KeyHash::of(a, self.row_seed).probes(self.row_hashes, self.rows)
-    }
-
     /// The columns of the second component `b`, as an iterator ([`Self::cols_of_hash`]).
     #[inline]
     pub(crate) fn col_indices<B: Key + ?Sized>(&self, b: &B) -> impl Iterator<Item = u64> {
@@ -103,9 +102,26 @@ impl Geometry {
     /// [`Self::cols_of_hash`] as an iterator.
     #[inline]
     pub(crate) fn col_indices_of_hash(&self, hash: KeyHash) -> impl Iterator<Item = u64> {
+        self.col_indices_by(hash, self.class_cols)
+    }
+
+    /// [`Self::col_indices_of_hash`] with the columns of a class reduced by `class_cols`
+    /// (`self.class_cols` or, for a power of two, `self.class_cols_low`: the same columns).
+    #[inline]
+    pub(crate) fn col_indices_by<R: Reduce>(
+        &self,
+        hash: KeyHash,
+        class_cols: R,
+    ) -> impl Iterator<Item = u64> {
         let base = self.class_base(hash);
-        hash.probes(self.col_hashes, self.class_cols)
-            .map(move |c| base + c)
+        Probes::new(hash, self.col_hashes, class_cols).map(move |c| base + c)
+    }
+
+    /// The first of the columns [`Self::col_indices_by`] gives (one reduction: enough to request
+    /// its line).
+    #[inline]
+    pub(crate) fn first_col_by<R: Reduce>(&self, hash: KeyHash, class_cols: R) -> u64 {
+        self.class_base(hash) + class_cols.reduce(hash.lo)
     }
 
     /// The first column of the hash's class.
@@ -138,6 +154,22 @@ impl Geometry {
         out
     }
 }
+
+/// Evaluates `$body` with `$r` bound to `$low` (a [`LowBits`]) when it is `Some`, else to
+/// `$fast` (a [`FastMod`] of the same divisor): the body is compiled once for each reduction, and
+/// the choice is made once, outside whatever loop the body holds.
+macro_rules! by_reducer {
+    ($low:expr, $fast:expr, |$r:ident| $body:expr) => {
+        match $low {
+            Some($r) => $body,
+            None => {
+                let $r = $fast;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use by_reducer;
 
 /// The `k1` rows of one first component, as bit offsets of the rows' starts: hash it once, then
 /// test it against any number of second components.

@@ -9,6 +9,10 @@ use std::f64::consts::LN_2;
 /// array of this length, so a batch that fixes one side never allocates for it.
 pub const MAX_SIDE_HASHES: u32 = 16;
 
+/// Columns in one class of a line-local matrix ([`MatrixShape::line_local`]): the 512 bits of one
+/// 64-byte cache line of a row.
+pub const LINE_COLS: u64 = 512;
+
 /// Which of §IV's two layouts a matrix was sized as. It only changes the false positive formula
 /// ([`MatrixShape::fpr`]) and the fill-based estimate; insertion and queries are the same.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -244,6 +248,71 @@ impl MatrixShape {
         Self::new(rows, cols, classes, (k1, k2), MatrixLayout::MinimumStorage)
     }
 
+    /// Theorem 2's hashes for `items` random tuples at rate `fpr` ([`Self::for_fpr`]) in a
+    /// **line-local** matrix: the columns are classes of [`LINE_COLS`] (a j-matrix of tall
+    /// classes side by side, chosen by the class hash of the second component), so a second
+    /// component's `k2` columns lie in one cache line of each row and a tuple's `k1 · k2` cells in
+    /// `k1` lines; a batch that fixes either side reads one line per row and tuple instead of up
+    /// to `k2`. The rows are a power of two and so are a class's columns, so both reduce by one
+    /// AND. Each class holds about `n / j` tuples in `m / j` bits, so Theorem 1's rate holds as
+    /// for the square (the tests measure it against [`Self::fpr_exact`]). The bits are Theorem
+    /// 2's rounded up to whole classes (at most one class more; of the two powers of two nearest
+    /// `√m` for the rows, the one that rounds up less). Under `512 × 512` bits it is Theorem 2's
+    /// square instead: too few rows to split.
+    ///
+    /// ```
+    /// use chronobloom_core::matrix::{MatrixShape, LINE_COLS};
+    /// let s = MatrixShape::line_local(1_000_000, 0.01).unwrap();
+    /// assert_eq!(s.class_cols(), LINE_COLS);
+    /// assert!(s.rows.is_power_of_two());
+    /// assert!(s.fpr(1_000_000.0) <= 0.01);
+    /// ```
+    pub fn line_local(items: u64, fpr: f64) -> Result<Self> {
+        check_target(items, fpr)?;
+        let (k1, k2, bits) = optimal_pair(items as f64, fpr);
+        match line_grid(bits, f64::ceil) {
+            Some((rows, classes)) => Self::new(
+                rows,
+                classes * LINE_COLS,
+                classes,
+                (k1, k2),
+                MatrixLayout::MinimumStorage,
+            ),
+            None => Self::for_fpr(items, fpr),
+        }
+    }
+
+    /// A line-local shape ([`Self::line_local`]) of at most `bits` bits for `items` tuples (for
+    /// comparisons at equal bits): whole classes of [`LINE_COLS`] columns and a power of two of
+    /// rows, and the `(k1, k2)`, `k1 ≥ 2` where the best product allows it, minimising Theorem 1's
+    /// rate (a single row per first component would make all its tuples share it).
+    pub fn line_local_bits(bits: u64, items: u64) -> Result<Self> {
+        check_target(items, 0.5)?;
+        let Some((rows, classes)) = line_grid(bits as f64, f64::floor) else {
+            return Self::min_storage_bits(bits, items, 1);
+        };
+        let stored = (rows * classes * LINE_COLS) as f64;
+        let cost = |k| theorem1(stored, k, items as f64);
+        let (k1, k2) = balanced_pair(cost);
+        let (k1, k2) = if k1 == 1 && k2 >= 4 {
+            // the best product whose most balanced pair has two rows or more
+            let pairs =
+                (2..=MAX_SIDE_HASHES).flat_map(|a| (a..=MAX_SIDE_HASHES).map(move |b| (a, b)));
+            pairs
+                .min_by(|&(a, b), &(c, d)| cost(a * b).total_cmp(&cost(c * d)))
+                .unwrap_or((k1, k2))
+        } else {
+            (k1, k2)
+        };
+        Self::new(
+            rows,
+            classes * LINE_COLS,
+            classes,
+            (k1, k2),
+            MatrixLayout::MinimumStorage,
+        )
+    }
+
     /// A minimum-storage shape of about `bits` bits for `items` tuples (for comparisons at equal
     /// bits): the `(k1, k2)` minimising Theorem 1's rate, and `classes` squares of side about
     /// `√(bits / j)` whose stored bits (rows padded to whole words) stay within `bits` (for
@@ -335,6 +404,27 @@ impl MatrixShape {
         let m2 = if m2 == 0 { optimal(second, k2) } else { m2 };
         Self::new(m1, m2, 1, (k1, k2), MatrixLayout::MaximumAdaptive)
     }
+}
+
+/// A line-local grid for about `bits` bits: a power of two of rows near `√bits` and `classes`
+/// of [`LINE_COLS`] columns, `round` (`ceil` or `floor`) turning `bits / (rows · 512)` into
+/// whole classes; of the two powers of two around `√bits`, the one whose grid lies nearer
+/// `bits`. `None` under `512 × 512` bits or when no class fits.
+fn line_grid(bits: f64, round: fn(f64) -> f64) -> Option<(u64, u64)> {
+    let line = LINE_COLS as f64;
+    if bits < line * line {
+        return None;
+    }
+    let low = 2f64.powi(bits.sqrt().log2().floor() as i32);
+    [low, 2.0 * low]
+        .into_iter()
+        .map(|rows| (rows, round(bits / (rows * line))))
+        .filter(|&(_, classes)| classes >= 1.0)
+        .min_by(|a, b| {
+            let off = |(rows, classes): (f64, f64)| (rows * classes * line - bits).abs();
+            off(*a).total_cmp(&off(*b))
+        })
+        .map(|(rows, classes)| (rows as u64, classes as u64))
 }
 
 /// Theorem 1 (and the standard filter's eq. 2): `(1 − e^{−k n / m})^k`.

@@ -8,6 +8,8 @@
 //!   square (at the edge of Theorem 1's 99% interval) and 0.01104 against 0.00949 in the 8-class
 //!   j-matrix (well outside it). The tests pin how far Theorem 1 is below the exact rate: 1–4% in
 //!   a square matrix, 11–14% in the j-matrix, whose tuples also share rows within a class.
+//!   The line-local matrix ([`MatrixShape::line_local`]) is a j-matrix of one-line classes and is
+//!   held to the same exact rate.
 //! * Full-repeating tuples in a maximum-adaptive matrix: §IV-B's product of the row and column
 //!   filters' rates, and its load factor (Table II).
 
@@ -82,6 +84,22 @@ fn j_matrix_matches_theorem3() {
         .filter(|&q| m.contains(&(first + q), &mix64(n + q)))
         .count() as u64;
     assert_exact("j-matrix", fp, &m.shape(), (first, j), (0.86, 0.89));
+}
+
+#[test]
+fn line_local_matches_theorem1() {
+    // One-to-one tuples in classes of one cache line: 2 × 2,048 × 512 columns, k = 2 × 3.
+    let n = 200_000u64;
+    let mut m =
+        MatrixBloom::new(MatrixShape::line_local(n, 0.01).expect("valid"), 6).expect("valid shape");
+    assert_eq!(m.shape().class_cols(), LINE_COLS);
+    for i in 0..n {
+        m.insert(&i, &mix64(i));
+    }
+    let fp = (n..n + QUERIES)
+        .filter(|&q| m.contains(&q, &mix64(q)))
+        .count() as u64;
+    assert_exact("line-local matrix", fp, &m.shape(), (n, 1), (0.96, 0.99));
 }
 
 /// Checks a measured rate against `f_r^{k1} f_c^{k2}` for fills `f = 1 − (1 − 1/m)^{k n}` of

@@ -84,6 +84,30 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Line-local shapes (a power of two of rows, classes of 512 columns) reduce both sides by
+    /// one AND in batches: the same answers as single queries, which reduce by division.
+    #[test]
+    fn line_local_batches_agree_with_single_queries(
+        log_rows in 0u32..11,
+        classes in 1u64..6,
+        k1 in 1u32..5,
+        k2 in 1u32..5,
+        seed in any::<u64>(),
+        tuples in prop::collection::btree_set((0u16..300, 0u16..300), 1..60),
+        extra in prop::collection::vec(any::<u16>(), 0..20),
+    ) {
+        let s = shape(1 << log_rows, LINE_COLS, classes, (k1, k2));
+        let mut m = MatrixBloom::new(s, seed).expect("valid shape");
+        for &(a, b) in &tuples {
+            m.insert(&a, &b);
+        }
+        check_batches(&m, &tuples, &extra);
+    }
+}
+
 /// Both ways of answering a batch (the fixed side's rows ANDed into a mask, or tested tuple by
 /// tuple) are taken, and agree with single queries.
 #[test]
@@ -120,12 +144,17 @@ fn masked_and_direct_batches_agree() {
         .all(|t| found[usize::from(t.1)]));
 }
 
-/// Batches tested in lanes a chunk at a time (fewer lanes per chunk for many hashes, a partial
-/// last chunk, one chunk alone) agree with single queries, present tuples included.
+/// Pipelined batches (shorter than the pipeline, as long, longer, with a partial last round)
+/// agree with single queries for any hash count, present tuples included, with each side reduced
+/// by division or, in a line-local shape, by an AND.
 #[test]
-fn lane_chunks_agree_for_any_hash_count() {
-    for (k1, k2) in [(1, 1), (16, 3), (3, 16), (16, 16), (5, 7)] {
-        let mut m = MatrixBloom::new(shape(700, 900, 1, (k1, k2)), 3).expect("valid shape");
+fn pipelined_batches_agree_for_any_hash_count() {
+    let shapes = [(1, 1), (16, 3), (3, 16), (16, 16), (5, 7)]
+        .into_iter()
+        .flat_map(|k| [shape(700, 900, 1, k), shape(512, LINE_COLS, 3, k)]);
+    for s in shapes {
+        let (k1, k2) = (s.row_hashes, s.col_hashes);
+        let mut m = MatrixBloom::new(s, 3).expect("valid shape");
         let tuples: BTreeSet<(u16, u16)> = (0..400u16).map(|i| (i % 61, i * 3)).collect();
         for &(a, b) in &tuples {
             m.insert(&a, &b);
@@ -264,6 +293,52 @@ fn theorem2_matches_the_standard_filter() {
         assert!((k - (-p.log2())).abs() <= 1.0, "{p}: k = {k}");
         assert!(s.row_hashes <= s.col_hashes && s.row_hashes > 1 || s.hashes() < 4);
     }
+}
+
+#[test]
+fn line_local_shapes_hold_theorem2s_bits_in_whole_lines() {
+    for (items, fpr) in [(200_000u64, 0.01), (1_000_000, 0.01), (3_000_000, 0.001)] {
+        let s = MatrixShape::line_local(items, fpr).expect("valid");
+        let theorem2 = MatrixShape::for_fpr(items, fpr).expect("valid");
+        assert_eq!(s.class_cols(), LINE_COLS, "{s:?}");
+        assert!(s.rows.is_power_of_two(), "{s:?}");
+        assert_eq!(s.stored_bits(), s.bits(), "rows of whole lines: {s:?}");
+        assert_eq!(
+            (s.row_hashes, s.col_hashes),
+            (theorem2.row_hashes, theorem2.col_hashes)
+        );
+        // at least Theorem 2's bits, at most one class more
+        assert!(
+            s.bits() as f64 >= theorem2.bits() as f64 * 0.995,
+            "{s:?} vs {theorem2:?}"
+        );
+        assert!(
+            s.bits() <= theorem2.bits() + s.rows * LINE_COLS,
+            "{s:?} vs {theorem2:?}"
+        );
+        assert!(s.fpr(items as f64) <= fpr * 1.02, "{s:?}");
+        // a second component's columns share one line of a row; rows start at line boundaries
+        let m = MatrixBloom::new(s, items).expect("valid shape");
+        assert!(m.bits().words().as_ptr().addr().is_multiple_of(64));
+        for v in 0..1_000u64 {
+            let probe = m.geometry.cols_of(&v);
+            let line = probe.cols()[0] / LINE_COLS;
+            assert!(
+                probe.cols().iter().all(|c| c / LINE_COLS == line),
+                "{probe:?}"
+            );
+        }
+        let budget = s.bits() + 12_345;
+        let b = MatrixShape::line_local_bits(budget, items).expect("valid");
+        assert!(
+            b.stored_bits() <= budget && b.class_cols() == LINE_COLS,
+            "{b:?}"
+        );
+        assert!(b.row_hashes >= 2, "{b:?}");
+    }
+    // too small to split into lines: Theorem 2's square
+    let small = MatrixShape::line_local(1_000, 0.01).expect("valid");
+    assert_eq!(small, MatrixShape::for_fpr(1_000, 0.01).expect("valid"));
 }
 
 #[test]
