@@ -12,9 +12,10 @@
 //!
 //! Bits: [`TupleStats::shape_for`] picks the layout for the dataset's statistics and `--fpr`; its
 //! stored bits are the budget every filter gets: the Bloom filter (`k = ⌈(m/n) ln 2⌉`), the
-//! maximum-adaptive matrix ([`MatrixShape::max_adaptive_bits`]) and the minimum-storage matrix
-//! ([`MatrixShape::min_storage_bits`], `j` classes when second components never repeat). The
-//! hash map (`HashMap<first, HashSet<second>>`) reports an estimate of its heap bits.
+//! maximum-adaptive matrix ([`MatrixShape::max_adaptive_bits`]), the minimum-storage matrix
+//! ([`MatrixShape::min_storage_bits`], `j` classes when second components never repeat) and the
+//! line-local matrix ([`MatrixShape::line_local_bits`]: classes of one cache line; Theorem 2's
+//! square under 512 × 512 bits). The hash map (`HashMap<first, HashSet<second>>`) reports an estimate of its heap bits.
 //!
 //! False positives: `--queries` absent tuples, by default of new components on both sides (what
 //! the formulas assume); with `--absent known`, of a first and a second component that both
@@ -302,6 +303,8 @@ where
             MatrixShape::min_storage_bits(bits, n, stats.classes()).map_err(Failure::Config)?
         }
     };
+    // Classes of one cache line; a budget under 512 × 512 bits gets Theorem 2's square.
+    let lines = MatrixShape::line_local_bits(bits, n).map_err(Failure::Config)?;
     let bloom_shape = FilterShape::new(bits, FilterShape::optimal_hashes(bits, n, 16))
         .map_err(Failure::Config)?;
 
@@ -312,15 +315,18 @@ where
     let mut bloom = BloomFilter::from_shape(bloom_shape, 1).map_err(Failure::Config)?;
     let mut max = MatrixBloom::new(adaptive, 1).map_err(Failure::Config)?;
     let mut min = MatrixBloom::new(minimum, 1).map_err(Failure::Config)?;
+    let mut local = MatrixBloom::new(lines, 1).map_err(Failure::Config)?;
     for (a, b) in &data.tuples {
         bloom.insert(&(a, b));
         max.insert(a, b);
         min.insert(a, b);
+        local.insert(a, b);
     }
     let structures = [
         Structure::Bloom(bloom),
         Structure::Matrix("matrix_adaptive", max),
         Structure::Matrix("matrix_min_storage", min),
+        Structure::Matrix("matrix_line_local", local),
         Structure::Map(&map),
     ];
     for s in &structures {
