@@ -20,11 +20,18 @@
 //! `D(j)` (eqs. 16, 17); a CSV of `timestamp,element` lines uses `p_x` from the element's
 //! frequency over the whole file and `D(j)` measured on the stream and interpolated (eq. 18),
 //! as §6.4.2 does. Malformed input exits with code 2.
+//!
+//! `--prior recency` (or `both`) adds the row `btbf_inferential_recency`: the inferential BTBF
+//! with `p_x` from a [`RecencySketch`] learned online (query, then insert; it never reads
+//! ahead) instead of the stream's `p_x`. The sketch's counters are counted in the budget: with a
+//! share `s` of `bits_per_item · w` bits, the sketch takes at most `s · bits_per_item · w` bits and
+//! the BTBF the rest, so both together use at most `bits_per_item · w`. Its share, halving period
+//! and depth are chosen per `bits_per_item` with `k`, to minimize the total penalty.
 
 use chronobloom::core::decay::baselines::{prior_only, SimpleBuffer};
 use chronobloom::core::decay::decision::Penalties;
 use chronobloom::core::decay::prior::{harmonic, DistinctModel, FrequencyTable, SampleProbability};
-use chronobloom::core::decay::{Btbf, BtbfInference, BtbfShape, Gbf, GbfInference};
+use chronobloom::core::decay::{Btbf, BtbfInference, BtbfShape, Gbf, GbfInference, RecencySketch};
 use chronobloom::core::hash::{mix64, KeyHash};
 use clap::{Parser, ValueEnum};
 use serde::Serialize;
@@ -39,6 +46,19 @@ enum StreamKind {
     Uniform,
     /// Zipf (`p_x = 1 / (H_|U| x)`) over `--universe` items.
     Zipf,
+}
+
+/// Where the inferential BTBF takes `p_x` from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum PriorKind {
+    /// The stream's `p_x`: the exact law of a synthetic stream, the frequency over the whole
+    /// file for a CSV (§6.4.2). Row `btbf_inferential`.
+    Frequency,
+    /// A recency sketch learned online inside the filter's budget. Row
+    /// `btbf_inferential_recency`.
+    Recency,
+    /// Both rows.
+    Both,
 }
 
 /// Paper 004 §6: penalties of standard and inferential decaying filters.
@@ -72,6 +92,22 @@ struct Args {
     /// hands most queries to the exact O(m/k) direct sum, which is slow.
     #[arg(long, default_value_t = 14)]
     gbf_k_max: u32,
+    /// The prior of the inferential BTBF (frequency: row `btbf_inferential`; recency: row
+    /// `btbf_inferential_recency`, a sketch of recent counts sharing the filter's bits).
+    #[arg(long, value_enum, default_value = "frequency")]
+    prior: PriorKind,
+    /// Shares of `bits_per_item · w` tried for the recency sketch (the BTBF gets the rest).
+    #[arg(long, value_delimiter = ',', default_value = "0.125,0.25,0.5")]
+    prior_share: Vec<f64>,
+    /// Halving periods of the recency sketch tried, in windows (`H = max(1, round(x · w))`).
+    #[arg(long, value_delimiter = ',', default_value = "1,4")]
+    prior_period: Vec<f64>,
+    /// Rows of the recency sketch tried.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    prior_depth: Vec<u32>,
+    /// Pseudo-count of an item the recency sketch has not counted (in `(0, 1]`).
+    #[arg(long, default_value_t = 0.5)]
+    prior_floor: f64,
     /// Seed of the stream, the penalties and the hashes.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -101,6 +137,21 @@ struct Row {
     false_positives: u64,
     false_negatives: u64,
     posterior_error: Option<f64>,
+    /// The recency sketch of a `btbf_inferential_recency` row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recency: Option<RecencyChoice>,
+}
+
+/// The recency sketch that minimized a row's total penalty, and its bits.
+#[derive(Debug, Clone, Copy, Serialize)]
+struct RecencyChoice {
+    share: f64,
+    period: u64,
+    depth: u32,
+    width: u64,
+    counter_bits: u32,
+    sketch_bits: u64,
+    btbf_bits: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -165,6 +216,22 @@ impl Candidate for BtbfCandidate {
     }
     fn insert(&mut self, h: KeyHash) {
         self.0.insert_hash(h);
+    }
+}
+
+/// The inferential BTBF with `p_x` from a recency sketch (the stream's `p_x` is ignored).
+struct RecencyCandidate(Btbf, BtbfInference, RecencySketch);
+impl Candidate for RecencyCandidate {
+    fn answer(&self, h: KeyHash, _p: f64) -> (Option<bool>, f64) {
+        let obs = self.0.observe_hash(h);
+        (
+            Some(obs.oldest.is_some()),
+            self.1.posterior(&obs, self.2.p_x(h)),
+        )
+    }
+    fn insert(&mut self, h: KeyHash) {
+        self.0.insert_hash(h);
+        self.2.insert_hash(h);
     }
 }
 
@@ -327,11 +394,75 @@ fn from_csv(path: &PathBuf, window: u64) -> Result<Stream, String> {
     })
 }
 
+/// A parameter choice with its tally.
+type Best<P> = (P, Tally);
+
 /// Keeps the tally with the least penalty.
-fn keep_best(best: &mut Option<(u32, Tally)>, param: u32, t: Tally) {
+fn keep_best<P>(best: &mut Option<Best<P>>, param: P, t: Tally) {
     if best.as_ref().is_none_or(|(_, b)| t.penalty < b.penalty) {
         *best = Some((param, t));
     }
+}
+
+/// The inferential BTBF with a recency sketch in `bits` bits in all: the best over `k` and the
+/// sketch's share, period and depth.
+fn best_recency(
+    args: &Args,
+    setup: &Setup,
+    bits: u64,
+) -> Result<Option<Best<(u32, RecencyChoice)>>, String> {
+    let mut best = None;
+    for (share, period, depth) in recency_grid(args)? {
+        let budget = (share * bits as f64) as u64;
+        let seed = mix64(args.seed ^ 0x5ec0);
+        // too few bits for one row of counters: not a candidate at this size
+        let Ok(sketch) = RecencySketch::for_bits(budget, depth, period, args.prior_floor, seed)
+        else {
+            continue;
+        };
+        let btbf_bits = bits - sketch.bits();
+        let choice = RecencyChoice {
+            share,
+            period,
+            depth,
+            width: sketch.width(),
+            counter_bits: sketch.counter_bits(),
+            sketch_bits: sketch.bits(),
+            btbf_bits,
+        };
+        for k in 1..=args.btbf_k_max.clamp(1, 32) {
+            let Ok(shape) = BtbfShape::for_bits(args.window, btbf_bits, k) else {
+                continue;
+            };
+            let filter = Btbf::new(shape, args.seed).map_err(|e| e.to_string())?;
+            let inf = BtbfInference::new(shape, setup.stream.distinct.clone());
+            let (_, i) = setup.run(&mut RecencyCandidate(filter, inf, sketch.clone()));
+            keep_best(&mut best, (k, choice), i);
+        }
+    }
+    Ok(best)
+}
+
+/// The recency sketches tried, `(share, H, depth)`, each checked by [`RecencySketch::new`].
+fn recency_grid(args: &Args) -> Result<Vec<(f64, u64, u32)>, String> {
+    let mut grid = Vec::new();
+    for &share in &args.prior_share {
+        if !(share > 0.0 && share < 1.0) {
+            return Err(format!("--prior-share {share} is not in (0, 1)"));
+        }
+        for &windows in &args.prior_period {
+            if !(windows > 0.0 && windows.is_finite()) {
+                return Err(format!("--prior-period {windows} is not a positive number"));
+            }
+            let period = ((windows * args.window as f64).round() as u64).max(1);
+            for &depth in &args.prior_depth {
+                RecencySketch::new(1, depth, period, args.prior_floor, 0)
+                    .map_err(|e| format!("recency prior: {e}"))?;
+                grid.push((share, period, depth));
+            }
+        }
+    }
+    Ok(grid)
 }
 
 fn evaluate(args: &Args, stream: &Stream) -> Result<Report, String> {
@@ -370,6 +501,9 @@ fn evaluate(args: &Args, stream: &Stream) -> Result<Report, String> {
         penalties,
         truth,
     };
+    if args.prior != PriorKind::Frequency {
+        recency_grid(args)?; // bad sketch parameters fail before the long runs
+    }
     let (_, prior) = setup.run(&mut PriorCandidate(w));
     let mut rows = Vec::new();
     let row = |filter, bpi, param: u32, t: &Tally, standard: Option<&Tally>, posterior: bool| Row {
@@ -382,6 +516,7 @@ fn evaluate(args: &Args, stream: &Stream) -> Result<Report, String> {
         false_positives: t.fp,
         false_negatives: t.fn_,
         posterior_error: if posterior { t.posterior_error() } else { None },
+        recency: None,
     };
     rows.push(row("prior_only", 0, 0, &prior, None, true));
     for &bpi in &args.bits_per_item {
@@ -418,7 +553,19 @@ fn evaluate(args: &Args, stream: &Stream) -> Result<Report, String> {
         let (gk, g) = gbf.ok_or_else(missing)?;
         let (gik, gi) = gbf_inf.ok_or_else(missing)?;
         rows.push(row("btbf", bpi, bk, &b, None, false));
-        rows.push(row("btbf_inferential", bpi, bik, &bi, Some(&b), true));
+        if args.prior != PriorKind::Recency {
+            rows.push(row("btbf_inferential", bpi, bik, &bi, Some(&b), true));
+        }
+        // no row when no sketch of the grid leaves room for a BTBF at this size
+        if let Some(((rk, choice), r)) = match args.prior {
+            PriorKind::Frequency => None,
+            _ => best_recency(args, &setup, bits)?,
+        } {
+            rows.push(Row {
+                recency: Some(choice),
+                ..row("btbf_inferential_recency", bpi, rk, &r, Some(&b), true)
+            });
+        }
         rows.push(row("gbf", bpi, gk, &g, None, false));
         rows.push(row("gbf_inferential", bpi, gik, &gi, Some(&g), true));
         if let Some((bph, t)) = buffer {
@@ -441,10 +588,10 @@ fn print_table(r: &Report) {
         "{}: w = {}, {} queries after {} warm-up, POS/NEG = {:.3}",
         r.stream, r.window, r.queries, r.warm, r.pos_neg_ratio
     );
-    println!("filter            bpi  k/bph  total_penalty  vs_prior  vs_standard        FP        FN  post_err");
+    println!("filter                    bpi  k/bph  total_penalty  vs_prior  vs_standard        FP        FN  post_err  recency sketch");
     for row in &r.rows {
         println!(
-            "{:<16} {:>4} {:>6} {:>14.0} {:>9.3} {:>12} {:>9} {:>9} {:>9}",
+            "{:<24} {:>4} {:>6} {:>14.0} {:>9.3} {:>12} {:>9} {:>9} {:>9}  {}",
             row.filter,
             row.bits_per_item,
             row.parameter,
@@ -455,6 +602,10 @@ fn print_table(r: &Report) {
             row.false_negatives,
             row.posterior_error
                 .map_or("-".into(), |v| format!("{v:.4}")),
+            row.recency.map_or(String::new(), |c| format!(
+                "share {} H {} depth {} width {} ({} + {} bits)",
+                c.share, c.period, c.depth, c.width, c.sketch_bits, c.btbf_bits
+            )),
         );
     }
 }

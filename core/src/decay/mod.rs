@@ -3,7 +3,8 @@
 //!
 //! - Standard filters: the timing and block timing Bloom filters ([`Btbf`], §3) and the
 //!   generalized Bloom filter ([`Gbf`], §5).
-//! - Priors ([`prior`]): `p_x` supplies and `D(j)` models (eqs. 3–5, 15–18).
+//! - Priors ([`prior`]): `p_x` supplies and `D(j)` models (eqs. 3–5, 15–18); a budgeted recency
+//!   prior learned online ([`RecencySketch`], not in the paper) for bursty streams.
 //! - Inference: the sliding-window posterior `P(I_x < w | R_x)` of the BTBF
 //!   ([`BtbfInference`], Theorems 2–5 with the §4.4 caching), of the GBF ([`GbfInference`],
 //!   eq. 34) and of the classical Bloom filter ([`infer_bloom`], Theorem 1); retrospective
@@ -22,6 +23,7 @@ pub mod infer_bloom;
 mod infer_btbf;
 mod infer_gbf;
 pub mod prior;
+pub mod recency;
 pub mod retro;
 mod shape;
 mod timers;
@@ -30,6 +32,7 @@ pub use btbf::{Btbf, TimerObservation};
 pub use gbf::{Gbf, GbfObservation};
 pub use infer_btbf::{BtbfInference, ItemTerms};
 pub use infer_gbf::{GbfInference, ROUNDOFF_LIMIT};
+pub use recency::{RecencySketch, MAX_HALVING_PERIOD};
 pub use shape::{BtbfShape, MAX_TIMING_HASHES};
 pub use timers::{TimerArray, MAX_TIMER_BITS};
 

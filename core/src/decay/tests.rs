@@ -282,3 +282,44 @@ fn gbf_age_posterior_agrees_with_eq34_and_dates_a_fresh_key() {
         0
     );
 }
+
+#[test]
+fn a_recency_prior_keeps_bursty_rare_items_that_a_whole_stream_frequency_prior_misses() {
+    // three heavy items carry most insertions; rare items come in bursts of 20. Whole-stream
+    // frequencies call a bursting item rare (false negatives); a recency sketch of 8 counters,
+    // query-then-insert, sees its burst.
+    use super::prior::{FrequencyTable, SampleProbability};
+    let window = 16u64;
+    let item = |t: u64| {
+        if (t / 20) % 10 == 9 {
+            100 + t / 200 // one rare item a burst, never seen before or after
+        } else {
+            mix64(t) % 3
+        }
+    };
+    let stream: Vec<KeyHash> = (0..20_000).map(|t| KeyHash::of(&item(t), 0)).collect();
+    let mut frequency = FrequencyTable::new(1.0).expect("floor");
+    stream.iter().for_each(|&h| frequency.observe(h));
+    let mut recency = RecencySketch::new(8, 1, window, 0.5, 1).expect("sketch");
+    let shape = BtbfShape::for_bits(window, 8 * window, 3).expect("shape");
+    let inf = BtbfInference::new(shape, DistinctModel::Identity);
+    let mut btbf = Btbf::new(shape, 0).expect("shape");
+    let mut last: HashMap<KeyHash, usize> = HashMap::new();
+    let (mut missed_frequency, mut missed_recency) = (0u32, 0u32);
+    for (t, &h) in stream.iter().enumerate() {
+        let truth = last.get(&h).is_some_and(|&at| ((t - at) as u64) < window);
+        let obs = btbf.observe_hash(h);
+        let p_recency = recency.p_x(h);
+        assert!(p_recency > 0.0 && p_recency <= 1.0);
+        // equal penalties: POS iff the posterior is at least 1/2
+        missed_frequency += u32::from(truth && inf.posterior(&obs, frequency.p_x(h)) < 0.5);
+        missed_recency += u32::from(truth && inf.posterior(&obs, p_recency) < 0.5);
+        btbf.insert_hash(h);
+        recency.insert_hash(h);
+        last.insert(h, t + 1);
+    }
+    assert!(
+        missed_recency * 4 < missed_frequency,
+        "false negatives: recency {missed_recency}, frequency {missed_frequency}"
+    );
+}
