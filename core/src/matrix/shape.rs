@@ -406,23 +406,28 @@ impl MatrixShape {
     }
 }
 
-/// A line-local grid for about `bits` bits: a power of two of rows near `√bits` and `classes`
-/// of [`LINE_COLS`] columns, `round` (`ceil` or `floor`) turning `bits / (rows · 512)` into
-/// whole classes; of the two powers of two around `√bits`, the one whose grid lies nearer
-/// `bits`. `None` under `512 × 512` bits or when no class fits.
+/// A line-local grid for about `bits` bits: a power of two of rows, from a quarter of `√bits` to
+/// twice it, and `classes` of [`LINE_COLS`] columns, `round` (`ceil` or `floor`) turning
+/// `bits / (rows · 512)` into whole classes; the grid nearest `bits`, and among equally near ones
+/// the rows nearest `√bits` (fewer rows share each first component's rows more often). `None`
+/// under `512 × 512` bits or when no class fits.
 fn line_grid(bits: f64, round: fn(f64) -> f64) -> Option<(u64, u64)> {
     let line = LINE_COLS as f64;
     if bits < line * line {
         return None;
     }
-    let low = 2f64.powi(bits.sqrt().log2().floor() as i32);
-    [low, 2.0 * low]
-        .into_iter()
+    let top = bits.sqrt().log2().floor() as i32;
+    (top - 2..=top + 1)
+        .map(|j| 2f64.powi(j))
         .map(|rows| (rows, round(bits / (rows * line))))
         .filter(|&(_, classes)| classes >= 1.0)
         .min_by(|a, b| {
-            let off = |(rows, classes): (f64, f64)| (rows * classes * line - bits).abs();
-            off(*a).total_cmp(&off(*b))
+            let off = |(rows, classes): (f64, f64)| {
+                let skew = (rows.log2() - bits.sqrt().log2()).abs();
+                ((rows * classes * line - bits).abs(), skew)
+            };
+            let (x, y) = (off(*a), off(*b));
+            x.0.total_cmp(&y.0).then(x.1.total_cmp(&y.1))
         })
         .map(|(rows, classes)| (rows as u64, classes as u64))
 }

@@ -88,7 +88,8 @@ fn j_matrix_matches_theorem3() {
 
 #[test]
 fn line_local_matches_theorem1() {
-    // One-to-one tuples in classes of one cache line: 2 × 2,048 × 512 columns, k = 2 × 3.
+    // One-to-one tuples in classes of one cache line: 256 rows × 15 classes of 512 columns,
+    // k = 2 × 3.
     let n = 200_000u64;
     let mut m =
         MatrixBloom::new(MatrixShape::line_local(n, 0.01).expect("valid"), 6).expect("valid shape");
