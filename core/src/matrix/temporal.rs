@@ -19,6 +19,7 @@
 
 use super::batch::mask_has_all;
 use super::filter::MatrixBloom;
+use super::probe::column_seed;
 use super::shape::{MatrixLayout, MatrixShape};
 use crate::error::{Error, Result};
 use crate::hash::{Key, KeyHash};
@@ -141,15 +142,19 @@ impl MatrixPbf {
 
     /// Records that `key` appeared at `tick`; [`Error::BeyondHorizon`] past the horizon.
     pub fn insert<K: Key + ?Sized>(&mut self, key: &K, tick: Tick) -> Result<()> {
+        let hash = self.key_hash(key);
+        self.insert_hash(hash, tick)
+    }
+
+    /// [`Self::insert`] for a key already hashed by [`Self::key_hash`] (of this filter or of
+    /// any filter with the same seed).
+    pub fn insert_hash(&mut self, hash: KeyHash, tick: Tick) -> Result<()> {
         if tick >= self.horizon {
             return Err(Error::BeyondHorizon {
                 tick,
                 horizon: self.horizon,
             });
         }
-        let Some(hash) = self.key_hash(key) else {
-            return Ok(());
-        };
         for (level, m) in self.levels.iter_mut().enumerate() {
             let rows = m.geometry.row_at(tick >> level);
             let cols = m.geometry.cols_of_hash(hash);
@@ -161,9 +166,7 @@ impl MatrixPbf {
     /// "Did `key` appear in `range`?" One key, block by block: the reference the batch query is
     /// tested against. The part of `range` past the horizon holds nothing.
     pub fn query<K: Key + ?Sized>(&self, key: &K, range: TimeRange) -> bool {
-        let Some(hash) = self.key_hash(key) else {
-            return false;
-        };
+        let hash = self.key_hash(key);
         self.cover(range).any(|b| {
             self.level(b.level).is_some_and(|m| {
                 let rows = m.geometry.row_at(b.bucket);
@@ -176,6 +179,13 @@ impl MatrixPbf {
     /// cover is located once (its row copied out as a mask when the batch pays for it), each key
     /// hashed once. The same answers as [`Self::query`] key by key.
     pub fn query_keys<K: Key>(&self, keys: &[K], range: TimeRange) -> Vec<bool> {
+        let hashes: Vec<KeyHash> = keys.iter().map(|k| self.key_hash(k)).collect();
+        self.query_hashes(&hashes, range)
+    }
+
+    /// [`Self::query_keys`] for keys already hashed by [`Self::key_hash`].
+    pub fn query_hashes(&self, hashes: &[KeyHash], range: TimeRange) -> Vec<bool> {
+        let keys = hashes;
         let blocks: Vec<(&MatrixBloom, BlockTest)> = self
             .cover(range)
             .filter_map(|b| {
@@ -191,10 +201,7 @@ impl MatrixPbf {
             })
             .collect();
         keys.iter()
-            .map(|k| {
-                let Some(hash) = self.key_hash(k) else {
-                    return false;
-                };
+            .map(|&hash| {
                 blocks.iter().any(|(m, test)| {
                     let cols = m.geometry.col_indices_of_hash(hash);
                     match test {
@@ -206,10 +213,21 @@ impl MatrixPbf {
             .collect()
     }
 
-    /// The key's hash, shared by every level (one seed); `None` without levels.
-    fn key_hash<K: Key + ?Sized>(&self, key: &K) -> Option<KeyHash> {
-        let first = self.levels.first()?;
-        Some(KeyHash::of(key, first.geometry.col_seed))
+    /// The hash seed (every level has the same one; there is always a level: PBF-2 has at least
+    /// one for any horizon, and a read-back filter is checked for its count).
+    pub fn seed(&self) -> u64 {
+        self.levels.first().map_or(0, MatrixBloom::seed)
+    }
+
+    /// The key's hash, shared by every level and by every matrix PBF of the same seed: hash a
+    /// key once for [`Self::insert_hash`] and [`Self::query_hashes`].
+    pub fn key_hash<K: Key + ?Sized>(&self, key: &K) -> KeyHash {
+        Self::hash_key(self.seed(), key)
+    }
+
+    /// [`Self::key_hash`] for the matrix PBFs of seed `seed`, without one at hand.
+    pub fn hash_key<K: Key + ?Sized>(seed: u64, key: &K) -> KeyHash {
+        KeyHash::of(key, column_seed(seed))
     }
 
     /// The dyadic cover of `range` cut at the horizon (empty when it starts past it).

@@ -9,6 +9,7 @@ pub mod digest;
 pub mod held;
 pub mod local;
 mod local_state;
+pub mod matrix_batch;
 pub mod query;
 mod resume;
 pub mod state;

@@ -1,0 +1,222 @@
+//! Matrix-backed batches in the dataflow ([`MatrixKeyBatches`]): with 1 and 2 worker threads a
+//! batch of keys sharing a range gets exactly the answers of the core's matrix PBF queried one
+//! key at a time over the records of the epochs up to the batch's answering epoch; no false
+//! negative; records past the horizon are counted once; a sharded configuration is refused
+//! before the dataflow runs.
+#![allow(clippy::unwrap_used)]
+
+use chronobloom::core::matrix::MatrixPbf;
+use chronobloom::core::temporal::TimeRange;
+use chronobloom::operators::timely;
+use chronobloom::operators::{
+    IndexConfig, KeyBatch, MatrixBatchEvent, MatrixKeyBatches, Placement,
+};
+use chronobloom::synth::splitmix;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+use timely::dataflow::operators::{Input, Inspect, Probe};
+use timely::dataflow::ProbeHandle;
+
+const EPOCH: u64 = 10;
+const PARTITION: u64 = 100;
+const PARTITIONS: u64 = 3;
+/// Ticks with records: the last 20 lie past the horizon (300).
+const TICKS: u64 = 320;
+const KEYS: u64 = 300;
+const BITS: u64 = 40_000;
+const HASHES: u32 = 3;
+const SEED: u64 = 5;
+
+fn config(placement: Placement) -> IndexConfig {
+    IndexConfig::builder()
+        .epoch_len(EPOCH)
+        .partition_len(PARTITION)
+        .partitions(PARTITIONS)
+        .bits(BITS)
+        .hashes(HASHES)
+        .seed(SEED)
+        .placement(placement)
+        .build()
+        .unwrap()
+}
+
+/// Records `(tick, key)`, and batches `(issued, keys, range)` asked at their tick.
+type Records = Vec<(u64, u64)>;
+type Batches = Vec<(u64, Vec<u64>, TimeRange)>;
+
+fn workload() -> (Records, Batches) {
+    let mut s = 11;
+    let mut records = Vec::new();
+    let mut batches = Vec::new();
+    for t in 0..TICKS {
+        for _ in 0..splitmix(&mut s) % 6 {
+            records.push((t, splitmix(&mut s) % KEYS));
+        }
+        if t % 7 == 0 {
+            // ranges across partition boundaries and past the horizon too
+            let start = splitmix(&mut s) % (t + 1);
+            let end = start + splitmix(&mut s) % 150;
+            let keys = (0..1 + splitmix(&mut s) % 40)
+                .map(|_| splitmix(&mut s) % (2 * KEYS))
+                .collect();
+            batches.push((t, keys, TimeRange::new(start, end).unwrap()));
+        }
+    }
+    (records, batches)
+}
+
+/// (key, start, end, issued, epoch, present), sorted, and the rejected records reported.
+type Flat = (u64, u64, u64, u64, u64, bool);
+
+fn run(workers: usize) -> (Vec<Flat>, u64) {
+    let (records, batches) = workload();
+    let guards = timely::execute(timely::Config::process(workers), move |worker| {
+        let (me, peers) = (worker.index(), worker.peers());
+        let cfg = config(Placement::Replicated);
+        let answers = Rc::new(RefCell::new(Vec::new()));
+        let rejected = Rc::new(RefCell::new(0u64));
+        let probe = ProbeHandle::new();
+        let (mut r_in, mut b_in) = worker.dataflow::<u64, _, _>(|scope| {
+            let (r_in, records) = scope.new_input::<Vec<u64>>();
+            let (b_in, batches) = scope.new_input::<Vec<KeyBatch<u64>>>();
+            let (a, r) = (answers.clone(), rejected.clone());
+            records
+                .matrix_key_batches(batches, &cfg)
+                .unwrap()
+                .inspect(move |e| match e {
+                    MatrixBatchEvent::Answer(x) => {
+                        assert_eq!(x.keys.len(), x.present.len());
+                        let range = x.range;
+                        for (&k, &present) in x.keys.iter().zip(&x.present) {
+                            a.borrow_mut().push((
+                                k,
+                                range.start(),
+                                range.end(),
+                                x.issued,
+                                x.epoch,
+                                present,
+                            ));
+                        }
+                    }
+                    MatrixBatchEvent::Rejected { records, .. } => *r.borrow_mut() += records,
+                })
+                .probe_with(&probe);
+            (r_in, b_in)
+        });
+        let (mut ri, mut bi) = (0, 0);
+        for t in 0..TICKS {
+            while ri < records.len() && records[ri].0 == t {
+                if ri % peers == me {
+                    r_in.send(records[ri].1);
+                }
+                ri += 1;
+            }
+            while bi < batches.len() && batches[bi].0 == t {
+                let (_, keys, range) = &batches[bi];
+                if bi % peers == me {
+                    b_in.send(KeyBatch {
+                        keys: keys.clone(),
+                        range: *range,
+                    });
+                }
+                bi += 1;
+            }
+            r_in.advance_to(t + 1);
+            b_in.advance_to(t + 1);
+            if (t + 1) % EPOCH == 0 {
+                worker.step_while(|| probe.less_than(r_in.time()));
+            } else {
+                worker.step();
+            }
+        }
+        drop((r_in, b_in));
+        worker.step_while(|| !probe.done());
+        let r = *rejected.borrow();
+        (answers.take(), r)
+    })
+    .unwrap();
+    let (mut answers, mut rejected) = (Vec::new(), 0);
+    for g in guards.join() {
+        let (a, r) = g.unwrap();
+        answers.extend(a);
+        rejected += r;
+    }
+    answers.sort();
+    (answers, rejected)
+}
+
+/// The core's matrix PBF, one key at a time: one filter per partition holding the records of
+/// the epochs up to `epoch`, each asked with the part of the range inside its partition.
+fn one_by_one(records: &Records, key: u64, range: TimeRange, epoch: u64) -> bool {
+    let cfg = config(Placement::Replicated);
+    let last = cfg.epoch_last(epoch);
+    let bits = cfg.allocation().total_bits();
+    (0..PARTITIONS).any(|p| {
+        let lo = p * PARTITION;
+        let mut m = MatrixPbf::uniform(PARTITION, bits, HASHES, SEED).unwrap();
+        for &(t, k) in records {
+            if t <= last && t / PARTITION == p {
+                m.insert(&k, t - lo).unwrap();
+            }
+        }
+        let part = range
+            .clamp_below(cfg.horizon())
+            .and_then(|r| r.intersect(&TimeRange::new(lo, lo + PARTITION - 1).unwrap()));
+        part.is_some_and(|r| m.query(&key, TimeRange::new(r.start() - lo, r.end() - lo).unwrap()))
+    })
+}
+
+#[test]
+fn batches_answer_as_the_matrix_one_key_at_a_time() {
+    let (records, batches) = workload();
+    let mut seen: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new();
+    for &(t, k) in &records {
+        seen.entry(k).or_default().insert(t);
+    }
+    let beyond = records
+        .iter()
+        .filter(|r| r.0 >= PARTITION * PARTITIONS)
+        .count() as u64;
+    assert!(beyond > 0);
+    let (one, rejected_one) = run(1);
+    let (two, rejected_two) = run(2);
+    assert_eq!(one, two, "1 and 2 workers answer alike");
+    assert_eq!((rejected_one, rejected_two), (beyond, beyond));
+    let asked: usize = batches.iter().map(|b| b.1.len()).sum();
+    assert_eq!(one.len(), asked, "every key of every batch answered");
+    for &(k, s, e, _, epoch, present) in &one {
+        let range = TimeRange::new(s, e).unwrap();
+        assert_eq!(
+            present,
+            one_by_one(&records, k, range, epoch),
+            "key {k} in [{s}, {e}] at epoch {epoch}"
+        );
+        if !present {
+            let appeared = seen
+                .get(&k)
+                .is_some_and(|ts| ts.range(s..=e.min(299)).next().is_some());
+            assert!(!appeared, "false negative: {k} in [{s}, {e}]");
+        }
+    }
+    let present = one.iter().filter(|b| b.5).count();
+    assert!(
+        present > 50 && present < one.len() - 50,
+        "{present} of {}",
+        one.len()
+    );
+}
+
+#[test]
+fn sharded_configuration_is_refused() {
+    let refused = timely::execute_directly(|worker| {
+        worker.dataflow::<u64, _, _>(|scope| {
+            let (_, records) = scope.new_input::<Vec<u64>>();
+            let (_, batches) = scope.new_input::<Vec<KeyBatch<u64>>>();
+            records
+                .matrix_key_batches(batches, &config(Placement::Sharded))
+                .is_err()
+        })
+    });
+    assert!(refused);
+}
