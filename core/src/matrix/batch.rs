@@ -137,9 +137,16 @@ impl MatrixBloom {
         out: &mut Vec<bool>,
     ) {
         out.reserve(keys.len());
-        let cols = self.geometry.cols_of(b);
+        let g = &self.geometry;
+        let hash = KeyHash::of(b, g.col_seed);
+        let mut cols = [0u64; SIDES];
+        let n = by_reducer!(g.class_cols_low, g.class_cols, |class_cols| fill(
+            &mut cols,
+            g.col_indices_by(hash, class_cols)
+        ));
+        let cols = &cols[..n];
         if self.col_mask_pays(keys.len()) {
-            let (mask, g) = (self.col_mask(&cols), &self.geometry);
+            let mask = self.col_mask(cols);
             by_reducer!(g.rows_low, g.rows, |rows| out.extend(keys.iter().map(
                 |a| {
                     let h = KeyHash::of(a, g.row_seed);
@@ -147,7 +154,7 @@ impl MatrixBloom {
                 }
             )));
         } else {
-            self.test_keys(cols.cols(), keys, out);
+            self.test_keys(cols, keys, out);
         }
     }
 
@@ -234,12 +241,12 @@ impl MatrixBloom {
     }
 
     /// Row `r` of the mask is set iff every column of `cols` is set in row `r`.
-    fn col_mask(&self, cols: &ColProbe) -> Vec<u64> {
+    fn col_mask(&self, cols: &[u64]) -> Vec<u64> {
         let rows = self.shape().rows;
         let mut mask = vec![0u64; rows.div_ceil(64) as usize];
         for r in 0..rows {
             let start = r * self.geometry.stride;
-            if cols.cols().iter().all(|&c| self.bits.test(start + c)) {
+            if cols.iter().all(|&c| self.bits.test(start + c)) {
                 mask[(r / 64) as usize] |= 1 << (r % 64);
             }
         }
