@@ -35,8 +35,6 @@ const SIDES: usize = MAX_SIDE_HASHES as usize;
 /// Column positions of the first values of a masked batch, hashed while the rows load.
 const HASHED_AHEAD: usize = 64;
 
-/// Row masks up to this many words live on the stack.
-const STACK_MASK_WORDS: usize = 64;
 
 impl MatrixBloom {
     /// "Which of `values` were inserted with `a`?" — `a` is hashed once.
@@ -86,26 +84,21 @@ impl MatrixBloom {
                 }
             });
             let words = (self.geometry.stride / 64) as usize;
-            let (mut stack, mut heap) = ([u64::MAX; STACK_MASK_WORDS], Vec::new());
-            let mask = if words <= STACK_MASK_WORDS {
-                &mut stack[..words]
-            } else {
-                heap.resize(words, u64::MAX);
-                &mut heap[..]
-            };
-            self.and_rows(&rows, mask);
-            let mask = &*mask;
-            out.extend(
-                first
-                    .chunks_exact(k2)
-                    .take(ahead)
-                    .map(|cols| mask_has_all(mask, cols.iter().copied())),
-            );
-            by_reducer!(g.class_cols_low, g.class_cols, |class_cols| out.extend(
-                values[ahead..].iter().map(|b| {
-                    mask_has_all(mask, g.col_indices_by(KeyHash::of(b, seed), class_cols))
-                })
-            ));
+            with_mask(words, |mask| {
+                self.and_rows(&rows, mask);
+                let mask = &*mask;
+                out.extend(
+                    first
+                        .chunks_exact(k2)
+                        .take(ahead)
+                        .map(|cols| mask_has_all(mask, cols.iter().copied())),
+                );
+                by_reducer!(g.class_cols_low, g.class_cols, |class_cols| out.extend(
+                    values[ahead..].iter().map(|b| {
+                        mask_has_all(mask, g.col_indices_by(KeyHash::of(b, seed), class_cols))
+                    })
+                ));
+            });
         } else {
             let mut row_words = [0; SIDES];
             let k1 = fill(&mut row_words, rows.offsets().iter().map(|&o| o / 64));
@@ -258,6 +251,26 @@ impl MatrixBloom {
     #[inline]
     pub(crate) fn has_cols(&self, rows: &RowProbe, mut cols: impl Iterator<Item = u64>) -> bool {
         cols.all(|c| rows.offsets().iter().all(|&r| self.bits.test(r + c)))
+    }
+}
+
+/// Runs `f` on a mask of `words` words, all ones: on the stack, in the smallest of a few sizes
+/// that holds it (filling a larger array would cost more than the batch's tests), up to 256 words
+/// (16,384 columns); on the heap beyond.
+#[inline]
+fn with_mask<R>(words: usize, f: impl FnOnce(&mut [u64]) -> R) -> R {
+    macro_rules! on_stack {
+        ($n:literal) => {{
+            let mut mask = [u64::MAX; $n];
+            f(&mut mask[..words])
+        }};
+    }
+    match words {
+        0..=32 => on_stack!(32),
+        33..=64 => on_stack!(64),
+        65..=128 => on_stack!(128),
+        129..=256 => on_stack!(256),
+        _ => f(&mut vec![u64::MAX; words]),
     }
 }
 
