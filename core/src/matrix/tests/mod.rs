@@ -144,6 +144,25 @@ fn masked_and_direct_batches_agree() {
         .all(|t| found[usize::from(t.1)]));
 }
 
+/// Row masks of every size the stack holds (32 to 256 words) and beyond it (the heap) agree with
+/// single queries.
+#[test]
+fn row_masks_of_every_size_agree() {
+    for words in [10u64, 40, 100, 200, 300] {
+        let mut m = MatrixBloom::new(shape(64, 64 * words, 1, (2, 2)), 4).expect("valid shape");
+        let tuples: BTreeSet<(u16, u16)> = (0..2_000u16).map(|i| (i % 30, i)).collect();
+        for &(a, b) in &tuples {
+            m.insert(&a, &b);
+        }
+        let values: Vec<u16> = (0..3_000).collect();
+        assert!(m.row_mask_pays(values.len()), "{words} words");
+        for a in 0..40u16 {
+            let want: Vec<bool> = values.iter().map(|b| m.contains(&a, b)).collect();
+            assert_eq!(m.contains_values(&a, &values), want, "{words} words, key {a}");
+        }
+    }
+}
+
 /// Pipelined batches (shorter than the pipeline, as long, longer, with a partial last round)
 /// agree with single queries for any hash count, present tuples included, with each side reduced
 /// by division or, in a line-local shape, by an AND.
