@@ -76,12 +76,21 @@ enum Structure {
     Matrix,
 }
 
+/// Answers kept for the accuracy check.
+type Answers = Rc<RefCell<Vec<(u64, TimeRange, bool)>>>;
+
+/// Appends a batch's answers to `to`.
+fn keep(to: &Answers, keys: &[u64], present: &[bool], range: TimeRange) {
+    to.borrow_mut()
+        .extend(keys.iter().zip(present).map(|(&k, &p)| (k, range, p)));
+}
+
 /// Seconds from sending the batches to their last answer, and the answers `(key, range, present)`.
 fn run(structure: Structure, size: u64) -> (f64, Vec<(u64, TimeRange, bool)>) {
     let (records, batches) = (records(), batches(size));
     timely::execute_directly(move |worker| {
         let cfg = config();
-        let answers = Rc::new(RefCell::new(Vec::new()));
+        let answers: Answers = Rc::default();
         let probe = ProbeHandle::new();
         let (mut r_in, mut b_in) = worker.dataflow::<u64, _, _>(|scope| {
             let (r_in, recs) = scope.new_input::<Vec<u64>>();
@@ -92,15 +101,7 @@ fn run(structure: Structure, size: u64) -> (f64, Vec<(u64, TimeRange, bool)>) {
                     .local_index(&cfg)
                     .merge_and_query_batches(asked, &cfg)
                     .unwrap()
-                    .inspect(move |x| {
-                        let mut a = a.borrow_mut();
-                        a.extend(
-                            x.keys
-                                .iter()
-                                .zip(&x.present)
-                                .map(|(&k, &p)| (k, x.range, p)),
-                        );
-                    })
+                    .inspect(move |x| keep(&a, &x.keys, &x.present, x.range))
                     .probe_with(&probe)
                     .map(|_| ()),
                 Structure::Matrix => recs
@@ -108,13 +109,7 @@ fn run(structure: Structure, size: u64) -> (f64, Vec<(u64, TimeRange, bool)>) {
                     .unwrap()
                     .inspect(move |e| {
                         if let MatrixBatchEvent::Answer(x) = e {
-                            let mut a = a.borrow_mut();
-                            a.extend(
-                                x.keys
-                                    .iter()
-                                    .zip(&x.present)
-                                    .map(|(&k, &p)| (k, x.range, p)),
-                            );
+                            keep(&a, &x.keys, &x.present, x.range);
                         }
                     })
                     .probe_with(&probe)

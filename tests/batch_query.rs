@@ -9,7 +9,10 @@ use chronobloom::operators::timely;
 use chronobloom::operators::{
     IndexConfig, IndexEvent, KeyBatch, LocalIndex, MergeKeyBatches, MergeQuery, Placement,
 };
-use chronobloom::synth::splitmix;
+#[path = "support/batch_workload.rs"]
+mod batch_workload;
+
+use batch_workload::{feed, workload, Batches, Feed, Records};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -33,28 +36,8 @@ fn config(placement: Placement) -> IndexConfig {
         .unwrap()
 }
 
-/// Records `(tick, key)`, and batches `(issued, keys, range)` asked at their tick.
-type Records = Vec<(u64, u64)>;
-type Batches = Vec<(u64, Vec<u64>, TimeRange)>;
-
-fn workload() -> (Records, Batches) {
-    let mut s = 7;
-    let mut records = Vec::new();
-    let mut batches = Vec::new();
-    for t in 0..TICKS {
-        for _ in 0..splitmix(&mut s) % 6 {
-            records.push((t, splitmix(&mut s) % KEYS));
-        }
-        if t % 7 == 0 {
-            let start = splitmix(&mut s) % (t + 1);
-            let end = (start + splitmix(&mut s) % 60).min(TICKS - 1);
-            let keys = (0..1 + splitmix(&mut s) % 40)
-                .map(|_| splitmix(&mut s) % (2 * KEYS))
-                .collect();
-            batches.push((t, keys, TimeRange::new(start, end).unwrap()));
-        }
-    }
-    (records, batches)
+fn batches_workload() -> (Records, Batches) {
+    workload(7, TICKS, KEYS, 60, Some(TICKS - 1))
 }
 
 /// (key, start, end, issued, epoch, present, probes), sorted: from single queries and from
@@ -62,7 +45,7 @@ fn workload() -> (Records, Batches) {
 type Flat = (u64, u64, u64, u64, u64, bool, u64);
 
 fn run(workers: usize) -> (Vec<Flat>, Vec<Flat>, u64) {
-    let (records, batches) = workload();
+    let (records, batches) = batches_workload();
     let guards = timely::execute(timely::Config::process(workers), move |worker| {
         let (me, peers) = (worker.index(), worker.peers());
         let cfg = config(Placement::Replicated);
@@ -109,36 +92,28 @@ fn run(workers: usize) -> (Vec<Flat>, Vec<Flat>, u64) {
                 .probe_with(&probe);
             (r_in, q_in, b_in)
         });
-        let (mut ri, mut bi) = (0, 0);
-        for t in 0..TICKS {
-            while ri < records.len() && records[ri].0 == t {
-                if ri % peers == me {
-                    r_in.send(records[ri].1);
+        feed(&records, &batches, (me, peers, TICKS), |f| match f {
+            Feed::Record(k) => r_in.send(k),
+            Feed::Batch(keys, range) => {
+                for &k in keys {
+                    q_in.send((k, range));
                 }
-                ri += 1;
+                b_in.send(KeyBatch {
+                    keys: keys.to_vec(),
+                    range,
+                });
             }
-            while bi < batches.len() && batches[bi].0 == t {
-                let (_, keys, range) = &batches[bi];
-                if bi % peers == me {
-                    for &k in keys {
-                        q_in.send((k, *range));
-                    }
-                    b_in.send(KeyBatch {
-                        keys: keys.clone(),
-                        range: *range,
-                    });
+            Feed::TickDone(t) => {
+                r_in.advance_to(t + 1);
+                q_in.advance_to(t + 1);
+                b_in.advance_to(t + 1);
+                if (t + 1) % EPOCH == 0 {
+                    worker.step_while(|| probe.less_than(r_in.time()));
+                } else {
+                    worker.step();
                 }
-                bi += 1;
             }
-            r_in.advance_to(t + 1);
-            q_in.advance_to(t + 1);
-            b_in.advance_to(t + 1);
-            if (t + 1) % EPOCH == 0 {
-                worker.step_while(|| probe.less_than(r_in.time()));
-            } else {
-                worker.step();
-            }
-        }
+        });
         drop((r_in, q_in, b_in));
         worker.step_while(|| !probe.done());
         let p = *batch_probes.borrow();
@@ -159,7 +134,7 @@ fn run(workers: usize) -> (Vec<Flat>, Vec<Flat>, u64) {
 
 #[test]
 fn batches_answer_as_single_queries() {
-    let (records, batches) = workload();
+    let (records, batches) = batches_workload();
     let mut seen: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new();
     for &(t, k) in &records {
         seen.entry(k).or_default().insert(t);

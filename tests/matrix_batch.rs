@@ -11,7 +11,10 @@ use chronobloom::operators::timely;
 use chronobloom::operators::{
     IndexConfig, KeyBatch, MatrixBatchEvent, MatrixKeyBatches, Placement,
 };
-use chronobloom::synth::splitmix;
+#[path = "support/batch_workload.rs"]
+mod batch_workload;
+
+use batch_workload::{feed, workload, Batches, Feed, Records};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -41,36 +44,16 @@ fn config(placement: Placement) -> IndexConfig {
         .unwrap()
 }
 
-/// Records `(tick, key)`, and batches `(issued, keys, range)` asked at their tick.
-type Records = Vec<(u64, u64)>;
-type Batches = Vec<(u64, Vec<u64>, TimeRange)>;
-
-fn workload() -> (Records, Batches) {
-    let mut s = 11;
-    let mut records = Vec::new();
-    let mut batches = Vec::new();
-    for t in 0..TICKS {
-        for _ in 0..splitmix(&mut s) % 6 {
-            records.push((t, splitmix(&mut s) % KEYS));
-        }
-        if t % 7 == 0 {
-            // ranges across partition boundaries and past the horizon too
-            let start = splitmix(&mut s) % (t + 1);
-            let end = start + splitmix(&mut s) % 150;
-            let keys = (0..1 + splitmix(&mut s) % 40)
-                .map(|_| splitmix(&mut s) % (2 * KEYS))
-                .collect();
-            batches.push((t, keys, TimeRange::new(start, end).unwrap()));
-        }
-    }
-    (records, batches)
+fn batches_workload() -> (Records, Batches) {
+    // ranges across partition boundaries and past the horizon too
+    workload(11, TICKS, KEYS, 150, None)
 }
 
 /// (key, start, end, issued, epoch, present), sorted, and the rejected records reported.
 type Flat = (u64, u64, u64, u64, u64, bool);
 
 fn run(workers: usize) -> (Vec<Flat>, u64) {
-    let (records, batches) = workload();
+    let (records, batches) = batches_workload();
     let guards = timely::execute(timely::Config::process(workers), move |worker| {
         let (me, peers) = (worker.index(), worker.peers());
         let cfg = config(Placement::Replicated);
@@ -104,32 +87,22 @@ fn run(workers: usize) -> (Vec<Flat>, u64) {
                 .probe_with(&probe);
             (r_in, b_in)
         });
-        let (mut ri, mut bi) = (0, 0);
-        for t in 0..TICKS {
-            while ri < records.len() && records[ri].0 == t {
-                if ri % peers == me {
-                    r_in.send(records[ri].1);
+        feed(&records, &batches, (me, peers, TICKS), |f| match f {
+            Feed::Record(k) => r_in.send(k),
+            Feed::Batch(keys, range) => b_in.send(KeyBatch {
+                keys: keys.to_vec(),
+                range,
+            }),
+            Feed::TickDone(t) => {
+                r_in.advance_to(t + 1);
+                b_in.advance_to(t + 1);
+                if (t + 1) % EPOCH == 0 {
+                    worker.step_while(|| probe.less_than(r_in.time()));
+                } else {
+                    worker.step();
                 }
-                ri += 1;
             }
-            while bi < batches.len() && batches[bi].0 == t {
-                let (_, keys, range) = &batches[bi];
-                if bi % peers == me {
-                    b_in.send(KeyBatch {
-                        keys: keys.clone(),
-                        range: *range,
-                    });
-                }
-                bi += 1;
-            }
-            r_in.advance_to(t + 1);
-            b_in.advance_to(t + 1);
-            if (t + 1) % EPOCH == 0 {
-                worker.step_while(|| probe.less_than(r_in.time()));
-            } else {
-                worker.step();
-            }
-        }
+        });
         drop((r_in, b_in));
         worker.step_while(|| !probe.done());
         let r = *rejected.borrow();
@@ -169,7 +142,7 @@ fn one_by_one(records: &Records, key: u64, range: TimeRange, epoch: u64) -> bool
 
 #[test]
 fn batches_answer_as_the_matrix_one_key_at_a_time() {
-    let (records, batches) = workload();
+    let (records, batches) = batches_workload();
     let mut seen: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new();
     for &(t, k) in &records {
         seen.entry(k).or_default().insert(t);

@@ -35,7 +35,6 @@ const SIDES: usize = MAX_SIDE_HASHES as usize;
 /// Column positions of the first values of a masked batch, hashed while the rows load.
 const HASHED_AHEAD: usize = 64;
 
-
 impl MatrixBloom {
     /// "Which of `values` were inserted with `a`?" — `a` is hashed once.
     ///

@@ -158,7 +158,11 @@ fn row_masks_of_every_size_agree() {
         assert!(m.row_mask_pays(values.len()), "{words} words");
         for a in 0..40u16 {
             let want: Vec<bool> = values.iter().map(|b| m.contains(&a, b)).collect();
-            assert_eq!(m.contains_values(&a, &values), want, "{words} words, key {a}");
+            assert_eq!(
+                m.contains_values(&a, &values),
+                want,
+                "{words} words, key {a}"
+            );
         }
     }
 }
