@@ -19,7 +19,9 @@
 //! * `cross/{bloom,matrix}/B`: `√B` keys × `√B` values;
 //! * `temporal/{pbf2,matrix}/B`: "which of these `B` keys appeared in [s, s + 255]?" on 20,000
 //!   keys at 5 ticks each over 4,096 ticks, 2·10^7 bits each: PBF-2 one key at a time against
-//!   the matrix PBF's batch.
+//!   the matrix PBF's batch;
+//! * `temporal_ranges/{one_by_one,batch}/R`: one key over `R` ranges of 256 ticks on the same
+//!   matrix PBF, range by range against `query_ranges`.
 
 // Benchmarks unwrap their setup: a bad configuration here should stop the run.
 #![allow(clippy::unwrap_used)]
@@ -275,6 +277,40 @@ fn temporal(c: &mut Criterion) {
                 let (keys, range) = &queries[i % queries.len()];
                 i += 1;
                 black_box(mat.query_keys(keys, *range))
+            })
+        });
+        g.finish();
+    }
+    // One key, many ranges: the matrix's columns computed once per level, against the same
+    // matrix asked range by range.
+    for ranges in [16u64, 256] {
+        let asks: Vec<(u64, Vec<TimeRange>)> = (0..rotation(ranges))
+            .map(|r| {
+                let key = mix64(r) % (2 * keys);
+                let rs = (0..ranges)
+                    .map(|i| {
+                        let start = mix64(r * 7_919 + i) % (horizon - 256);
+                        TimeRange::new(start, start + 255).unwrap()
+                    })
+                    .collect();
+                (key, rs)
+            })
+            .collect();
+        let mut g = c.benchmark_group("matrix/temporal_ranges");
+        g.throughput(Throughput::Elements(ranges));
+        let mut i = 0;
+        g.bench_function(BenchmarkId::new("one_by_one", ranges), |bench| {
+            bench.iter(|| {
+                let (key, rs) = &asks[i % asks.len()];
+                i += 1;
+                rs.iter().filter(|r| mat.query(key, **r)).count()
+            })
+        });
+        g.bench_function(BenchmarkId::new("batch", ranges), |bench| {
+            bench.iter(|| {
+                let (key, rs) = &asks[i % asks.len()];
+                i += 1;
+                black_box(mat.query_ranges(key, rs))
             })
         });
         g.finish();

@@ -213,6 +213,41 @@ impl MatrixPbf {
             .collect()
     }
 
+    /// "In which of `ranges` did `key` appear?", in the order of `ranges`: the key is hashed
+    /// once and its columns computed once per level, then every block of every range's cover is
+    /// one row test. The same answers as [`Self::query`] range by range.
+    ///
+    /// ```
+    /// use chronobloom_core::matrix::MatrixPbf;
+    /// use chronobloom_core::temporal::TimeRange;
+    /// let mut f = MatrixPbf::uniform(1_024, 2_000_000, 7, 7).unwrap();
+    /// f.insert(&"10.0.0.1", 100).unwrap();
+    /// let hours = [TimeRange::new(0, 99).unwrap(), TimeRange::new(100, 199).unwrap()];
+    /// assert!(f.query_ranges(&"10.0.0.1", &hours)[1]);
+    /// ```
+    pub fn query_ranges<K: Key + ?Sized>(&self, key: &K, ranges: &[TimeRange]) -> Vec<bool> {
+        let hash = self.key_hash(key);
+        let cols: Vec<_> = self
+            .levels
+            .iter()
+            .map(|m| m.geometry.cols_of_hash(hash))
+            .collect();
+        ranges
+            .iter()
+            .map(|&range| {
+                self.cover(range).any(|b| {
+                    let level = b.level as usize;
+                    match (self.levels.get(level), cols.get(level)) {
+                        (Some(m), Some(c)) => {
+                            m.has_cols(&m.geometry.row_at(b.bucket), c.cols().iter().copied())
+                        }
+                        _ => false,
+                    }
+                })
+            })
+            .collect()
+    }
+
     /// The hash seed (every level has the same one; there is always a level: PBF-2 has at least
     /// one for any horizon, and a read-back filter is checked for its count).
     pub fn seed(&self) -> u64 {

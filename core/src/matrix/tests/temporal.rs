@@ -1,4 +1,5 @@
-//! The matrix per PBF level: batch answers equal one-by-one answers, no false negatives, and a
+//! The matrix per PBF level: batch answers (many keys, or many ranges) equal one-by-one answers,
+//! no false negatives, and a
 //! comparison with PBF-2 answering the same batch one key at a time.
 
 use super::super::*;
@@ -39,6 +40,17 @@ proptest! {
             }
         }
         let keys: Vec<u64> = (0..45).collect();
+        let rs: Vec<TimeRange> = ranges
+            .iter()
+            .map(|&(s, e)| TimeRange::new(s.min(e), s.max(e)).expect("ordered"))
+            .collect();
+        for &key in &keys {
+            let by_range = f.query_ranges(&key, &rs);
+            prop_assert_eq!(by_range.len(), rs.len());
+            for (&r, &got) in rs.iter().zip(&by_range) {
+                prop_assert_eq!(got, f.query(&key, r));
+            }
+        }
         for &(s, e) in &ranges {
             let r = TimeRange::new(s.min(e), s.max(e)).expect("ordered");
             let batch = f.query_keys(&keys, r);
