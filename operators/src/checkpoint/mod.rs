@@ -9,7 +9,7 @@
 //! 3. each resumable operator's handle ([`DedupCheckpoint`](crate::dedup::DedupCheckpoint),
 //!    [`IndexCheckpoint`](crate::index::IndexCheckpoint)) returns its state as bytes, refusing
 //!    ([`CheckpointError::NotQuiescent`]) if anything before `T` is still held;
-//! 4. the bytes go to a [`CheckpointStore`] as one file per part per worker ([`format`]: magic,
+//! 4. the bytes go to a [`CheckpointStore`] as one file per part per worker ([`format`](mod@format): magic,
 //!    version, header, payload, checksum), written atomically.
 //!
 //! A checkpoint is **complete** when every worker's every part exists and verifies. A job
