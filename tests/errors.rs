@@ -10,7 +10,7 @@ mod binary;
 
 use chronobloom::core::bloom::{BlockedBloomFilter, BloomFilter, FilterShape, Layout};
 use chronobloom::core::decay::prior::ConstantProbability;
-use chronobloom::core::decay::BtbfShape;
+use chronobloom::core::decay::{BtbfShape, RecencySketch};
 use chronobloom::core::matrix::{MatrixBloom, MatrixLayout, MatrixPbf, MatrixShape, TupleStats};
 use chronobloom::core::sketch::{CountMinSketch, FmSketch};
 use chronobloom::core::temporal::{
@@ -460,6 +460,36 @@ fn c24_deserialized_filter_with_inconsistent_fields_refused() {
     assert_eq!(
         e.to_string(),
         "invalid parameter `hashes`: 0 is outside 1..=64"
+    );
+}
+
+#[test]
+fn c25_recency_sketch_parameters_refused() {
+    refused!(
+        RecencySketch::new(0, 1, 16, 0.5, 0),
+        CoreError::InvalidParameter {
+            name: "width/depth",
+            ..
+        },
+        "invalid parameter `width/depth`: 0 × 1: both must be at least 1"
+    );
+    refused!(
+        RecencySketch::new(8, 1, 0, 0.5, 0),
+        CoreError::InvalidParameter {
+            name: "halving period",
+            ..
+        },
+        "invalid parameter `halving period`: 0 is outside 1..=2147483648"
+    );
+    refused!(
+        RecencySketch::new(8, 1, 16, 0.0, 0),
+        CoreError::InvalidParameter { name: "floor", .. },
+        "invalid parameter `floor`: 0 is not in (0, 1]"
+    );
+    refused!(
+        RecencySketch::for_bits(4, 1, 16, 0.5, 0),
+        CoreError::InvalidParameter { name: "bits", .. },
+        "invalid parameter `bits`: 4 bits hold no row of 1 counters of 5 bits"
     );
 }
 

@@ -93,12 +93,15 @@ struct SketchRepr {
 
 impl TryFrom<SketchRepr> for RecencySketch {
     type Error = Error;
+    /// Checks the parameters and the counters' shape before anything is allocated: a sketch read
+    /// from a corrupted file must not size an allocation.
     fn try_from(r: SketchRepr) -> Result<Self> {
-        let empty = RecencySketch::new(r.width, r.depth, r.period, r.floor, r.seed)?;
-        if r.counters.len() != empty.counters.len() || r.counters.bpt() != empty.counter_bits() {
+        let cells = checked_cells(r.width, r.depth, r.period, r.floor)?;
+        let bits = RecencySketch::bits_for_period(r.period);
+        if r.counters.len() != cells || r.counters.bpt() != bits {
             return Err(Error::ShapeMismatch {
                 what: "recency counters (cells × bits)",
-                left: empty.bits(),
+                left: cells.saturating_mul(u64::from(bits)),
                 right: r.counters.len().saturating_mul(u64::from(r.counters.bpt())),
             });
         }
@@ -110,12 +113,39 @@ impl TryFrom<SketchRepr> for RecencySketch {
             ));
         }
         Ok(RecencySketch {
+            seed: r.seed,
+            width: r.width,
+            depth: r.depth,
+            period: r.period,
+            floor: r.floor,
             counters: r.counters,
             total: r.total,
             phase: r.phase,
-            ..empty
         })
     }
+}
+
+/// The counters `width · depth` of a sketch with these parameters, checked as
+/// [`RecencySketch::new`] documents; nothing is allocated.
+fn checked_cells(width: u64, depth: u32, period: u64, floor: f64) -> Result<u64> {
+    if width == 0 || depth == 0 {
+        return Err(Error::invalid(
+            "width/depth",
+            format!("{width} × {depth}: both must be at least 1"),
+        ));
+    }
+    if !(1..=MAX_HALVING_PERIOD).contains(&period) {
+        return Err(Error::invalid(
+            "halving period",
+            format!("{period} is outside 1..={MAX_HALVING_PERIOD}"),
+        ));
+    }
+    if !(floor > 0.0 && floor <= 1.0) {
+        return Err(Error::invalid("floor", format!("{floor} is not in (0, 1]")));
+    }
+    width
+        .checked_mul(u64::from(depth))
+        .ok_or(Error::OutOfMemory { bits: u64::MAX })
 }
 
 impl RecencySketch {
@@ -125,24 +155,7 @@ impl RecencySketch {
     /// Errors: `width` or `depth` 0, `period` outside `1..=2^31`, `floor` outside `(0, 1]`, or more
     /// than `2^48` bits.
     pub fn new(width: u64, depth: u32, period: u64, floor: f64, seed: u64) -> Result<Self> {
-        if width == 0 || depth == 0 {
-            return Err(Error::invalid(
-                "width/depth",
-                format!("{width} × {depth}: both must be at least 1"),
-            ));
-        }
-        if !(1..=MAX_HALVING_PERIOD).contains(&period) {
-            return Err(Error::invalid(
-                "halving period",
-                format!("{period} is outside 1..={MAX_HALVING_PERIOD}"),
-            ));
-        }
-        if !(floor > 0.0 && floor <= 1.0) {
-            return Err(Error::invalid("floor", format!("{floor} is not in (0, 1]")));
-        }
-        let cells = width
-            .checked_mul(u64::from(depth))
-            .ok_or(Error::OutOfMemory { bits: u64::MAX })?;
+        let cells = checked_cells(width, depth, period, floor)?;
         Ok(RecencySketch {
             seed,
             width,

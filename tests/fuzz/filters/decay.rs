@@ -7,7 +7,7 @@ use chronobloom::core::decay::prior::{
     ConstantProbability, DistinctModel, FrequencyTable, SampleProbability,
 };
 use chronobloom::core::decay::{
-    Btbf, BtbfInference, BtbfShape, Gbf, GbfInference, GbfObservation, TimerArray,
+    Btbf, BtbfInference, BtbfShape, Gbf, GbfInference, GbfObservation, RecencySketch, TimerArray,
 };
 use chronobloom::core::hash::KeyHash;
 
@@ -157,6 +157,31 @@ impl Exercise for FrequencyTable {
 
     fn same(a: &Self, b: &Self) -> bool {
         a == b
+    }
+}
+
+impl Exercise for RecencySketch {
+    fn samples() -> Vec<Self> {
+        let mut s = RecencySketch::new(8, 2, 16, 0.5, 3).expect("valid");
+        (0..40u64).for_each(|k| s.insert(&(k % 5)));
+        vec![s, RecencySketch::for_bits(64, 1, 8, 1.0, 0).expect("valid")]
+    }
+
+    fn exercise(&mut self) {
+        let bits = self.bits();
+        for k in KEYS {
+            let before = self.estimate_hash(KeyHash::of(&k, 0));
+            self.insert(&k);
+            let h = KeyHash::of(&k, 0);
+            // an insertion raises the item's estimate, unless a halving came with it
+            assert!(
+                self.estimate_hash(h) > before || self.estimate_hash(h) <= self.total(),
+                "estimate"
+            );
+            let p = self.p_x(h);
+            assert!(p > 0.0 && p <= 1.0, "p_x {p}");
+        }
+        assert_eq!(self.bits(), bits, "memory moved with the stream");
     }
 }
 
