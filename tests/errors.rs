@@ -484,7 +484,7 @@ fn c25_recency_sketch_parameters_refused() {
     refused!(
         RecencySketch::new(8, 1, 16, 0.0, 0),
         CoreError::InvalidParameter { name: "floor", .. },
-        "invalid parameter `floor`: 0 is not in (0, 1]"
+        "invalid parameter `floor`: 0 is not a normal number in (0, 1]"
     );
     refused!(
         RecencySketch::for_bits(4, 1, 16, 0.5, 0),

@@ -140,8 +140,12 @@ fn checked_cells(width: u64, depth: u32, period: u64, floor: f64) -> Result<u64>
             format!("{period} is outside 1..={MAX_HALVING_PERIOD}"),
         ));
     }
-    if !(floor > 0.0 && floor <= 1.0) {
-        return Err(Error::invalid("floor", format!("{floor} is not in (0, 1]")));
+    // a normal floor keeps `floor / N` above 0 for every total `N < 2H ≤ 2^32`
+    if !(floor.is_normal() && floor > 0.0 && floor <= 1.0) {
+        return Err(Error::invalid(
+            "floor",
+            format!("{floor} is not a normal number in (0, 1]"),
+        ));
     }
     width
         .checked_mul(u64::from(depth))
@@ -152,8 +156,8 @@ impl RecencySketch {
     /// An empty sketch of `depth` rows of `width` counters, halved every `period` insertions,
     /// giving unseen items the pseudo-count `floor` (`0 < floor ≤ 1`), hashing with `seed`.
     ///
-    /// Errors: `width` or `depth` 0, `period` outside `1..=2^31`, `floor` outside `(0, 1]`, or more
-    /// than `2^48` bits.
+    /// Errors: `width` or `depth` 0, `period` outside `1..=2^31`, `floor` outside `(0, 1]` (or
+    /// subnormal), or more than `2^48` bits.
     pub fn new(width: u64, depth: u32, period: u64, floor: f64, seed: u64) -> Result<Self> {
         let cells = checked_cells(width, depth, period, floor)?;
         Ok(RecencySketch {
