@@ -125,7 +125,8 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<(Header, &'a [u8]), Ch
     let job = u64::from_le_bytes(r.array()?);
     let payload_len = u64::from_le_bytes(r.array()?);
     r.need = r.need.saturating_add(payload_len);
-    let body_end = r.at as u64 + payload_len;
+    // saturating: a corrupted length near 2^64 is then simply longer than the file
+    let body_end = (r.at as u64).saturating_add(payload_len);
     if (bytes.len() as u64) < body_end.saturating_add(8) {
         return Err(CheckpointError::Truncated {
             path: path.into(),
