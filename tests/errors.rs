@@ -1823,6 +1823,19 @@ fn j11_index_bits_or_partitions_zero_refused() {
 }
 
 #[test]
+fn j31_index_resolution_below_a_tick_or_not_dividing_an_hour_refused() {
+    job_says(
+        &["--index-resolution", "7s"],
+        "--index-resolution 7s: invalid index configuration `resolution`: 7000 does not divide \
+         partition_len 3600000",
+    );
+    job_says(
+        &["--unit", "1s", "--index-resolution", "500ms"],
+        "--index-resolution 500ms: invalid index configuration `resolution`: must be at least 1 tick",
+    );
+}
+
+#[test]
 fn j12_numeric_flags_out_of_range_refused() {
     job_refuses(
         &["--in-flight", "0"],

@@ -317,3 +317,72 @@ fn several_captures_are_split_over_workers() {
         verified["exact_unique"].as_u64().unwrap() + verified["slack_records"].as_u64().unwrap();
     assert_eq!(exact["unique_out"].as_u64().unwrap(), sharp);
 }
+
+/// The index's answers at any `--index-resolution` (1 ms ticks): no query whose range holds one
+/// of its key's records answers "absent", for 1 and 2 workers. The queries hug records: ranges
+/// of 0 to 999 ticks ending at, starting at or straddling a record (inside one second, where a
+/// coarser resolution answers for the whole second), and ones just missing it.
+#[test]
+fn index_answers_have_no_false_negative_at_any_resolution() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, mut csv) = (7u64, String::from("timestamp,src,dst,sport,dport,proto\n"));
+    let mut next = || {
+        s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let z = (s ^ (s >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z ^ (z >> 29)
+    };
+    // 4000 records of 60 flows over 20 s; origin 1000 s, so tick = ms after it.
+    let mut records: Vec<(u64, u64)> = (0..4000)
+        .map(|_| (next() % 20_000, next() % 60))
+        .collect();
+    records.sort();
+    records[0].0 = 0; // the origin: the job counts ticks from the first record
+    for &(t, k) in &records {
+        csv.push_str(&format!(
+            "{}.{:03}000000,10.0.{}.1,10.1.0.2,{},80,6\n",
+            1000 + t / 1000,
+            t % 1000,
+            k % 4,
+            1000 + k
+        ));
+    }
+    let key = |k: u64| format!("10.0.{}.1:{}>10.1.0.2:80/6", k % 4, 1000 + k);
+    let mut queries = String::new();
+    for _ in 0..600 {
+        let (t, k) = records[(next() % records.len() as u64) as usize];
+        let (a, b) = (next() % 1000, next() % 1000);
+        let (k2, shift) = (if next() % 3 == 0 { next() % 60 } else { k }, next() % 3);
+        let range = match shift {
+            0 => (t.saturating_sub(a), t + b),
+            1 => (t + 1, t + 1 + b),
+            _ => (t.saturating_sub(a + 1), t.saturating_sub(1)),
+        };
+        queries.push_str(&format!("{},{},{}\n", key(k2), range.0, range.1));
+    }
+    let flows = dir.path().join("flows.csv");
+    let qs = dir.path().join("queries.txt");
+    std::fs::write(&flows, csv).unwrap();
+    std::fs::write(&qs, queries).unwrap();
+    for resolution in ["1ms", "1s", "10s"] {
+        for w in ["1", "2"] {
+            let r = json(&run(&[
+                "--csv",
+                flows.to_str().unwrap(),
+                "--queries",
+                qs.to_str().unwrap(),
+                "--index-resolution",
+                resolution,
+                "--verify",
+                "--json",
+                "-w",
+                w,
+            ]));
+            let answers = r["answers"].as_array().unwrap();
+            assert_eq!(answers.len(), 600);
+            let hits: Vec<_> = answers.iter().filter(|a| a["exact"] == true).collect();
+            let missed = hits.iter().filter(|a| a["present"] != true).count();
+            assert!(hits.len() > 200, "{} queries find a record", hits.len());
+            assert_eq!(missed, 0, "--index-resolution {resolution} -w {w}");
+        }
+    }
+}

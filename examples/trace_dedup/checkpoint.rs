@@ -219,7 +219,7 @@ fn fingerprint(args: &Args) -> u64 {
         .map(|p| (p.clone(), std::fs::metadata(p).map_or(0, |m| m.len())))
         .collect();
     let text = format!(
-        "v2 {inputs:?} {:?} {:?} {} {:?} {:?} {} {:?} {} {:?} {:?} {:?} {:?} {} {} {} {:?} {:?} {} {} {} {} {}",
+        "v3 {inputs:?} {:?} {:?} {} {:?} {:?} {} {:?} {} {:?} {:?} {:?} {:?} {} {} {:?} {} {:?} {:?} {} {} {} {} {}",
         args.synthetic,
         args.synthetic_span,
         args.steady,
@@ -234,6 +234,7 @@ fn fingerprint(args: &Args) -> u64 {
         args.lateness,
         args.skip_bad,
         args.index_bits,
+        args.index_resolution,
         args.index_partitions,
         args.index_placement,
         args.index_layout,

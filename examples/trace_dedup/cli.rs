@@ -99,6 +99,11 @@ pub struct Args {
     /// Bits of the temporal index per partition.
     #[arg(long, default_value_t = 1 << 24)]
     pub index_bits: u64,
+    /// Time resolution of the temporal index: answers are exact to whole units of it (a query's
+    /// range is widened to them, never narrowed), and each halving adds a level, so an insert
+    /// per record. Must divide an hour.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub index_resolution: Duration,
     /// Hourly index partitions (the index's horizon); records past it are deduplicated and
     /// counted (`records_not_indexed`), not indexed.
     #[arg(long, default_value_t = 24)]

@@ -103,6 +103,7 @@ fn configs(
         .epoch_len(epoch)
         .partition_len(partition_len)
         .partitions(args.index_partitions)
+        .resolution(ticks(args.index_resolution, args.unit))
         .bits(args.index_bits)
         .hashes(4)
         .layout(match args.index_layout {
@@ -136,6 +137,7 @@ fn flag_error(e: chronobloom::operators::Error, args: &cli::Args) -> JobError {
                 Some(("--index-partitions", args.index_partitions.to_string()))
             }
             ("index", "bits") => Some(("--index-bits", args.index_bits.to_string())),
+            ("index", "resolution") => Some(("--index-resolution", duration(args.index_resolution))),
             _ => None,
         },
         _ => None,
@@ -175,7 +177,6 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
     // The configurations, checked before any input is read (with `--exact` too).
     let (dedup, index) = configs(args, window, epoch).map_err(|e| flag_error(e, args))?;
     let slack = dedup.slack();
-    let partition_len = index.partition_len();
     for (flag, path) in [("out", &args.out), ("plot", &args.plot)] {
         if let Some(path) = path {
             check_output(flag, path)?;
@@ -189,7 +190,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
         Some(p) => read_queries(p)?,
         None => Vec::new(),
     };
-    let levels = Pbf2::levels_for(partition_len)?;
+    let levels = Pbf2::levels_for(index.points())?;
     let every = at_least_one_tick("checkpoint-every", args.checkpoint_every, args.unit)?;
     let checkpoints = Checkpoints::from_args(args, layout.workers() as u32, epoch, every)?;
     if let Some(c) = &checkpoints {

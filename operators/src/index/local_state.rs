@@ -141,6 +141,7 @@ impl LocalState {
             };
             let shapes = a.shapes();
             let fits = pbf.levels() as usize == shapes.len()
+                && pbf.horizon() == Some(self.config.points())
                 && pbf.seed() == self.config.seed()
                 && p < self.config.partitions()
                 && self.config.fits(a)
@@ -358,7 +359,8 @@ impl LocalState {
         let p = self.config.partition_of_epoch(e);
         let base = self.config.partition_start(p);
         let direct = self.direct(e);
-        let locals = ticks.iter().map(|&t| t - base);
+        let resolution = self.config.resolution();
+        let locals = ticks.iter().map(move |&t| (t - base) / resolution);
         if !direct {
             let Some(epoch) = self.open.get_mut(&e) else {
                 return;
@@ -384,7 +386,7 @@ impl LocalState {
         }
         let locals: Vec<Tick> = locals.collect();
         let inserted = match self.filter(p) {
-            // The local ticks are below the partition length, the PBF-2's horizon.
+            // The points are below the partition's points, the PBF-2's horizon.
             Some(pbf) => pbf.insert_hashes_at(hashes, &locals).map_or(0, |()| n),
             None => 0,
         };
@@ -464,7 +466,7 @@ impl LocalState {
             return 0;
         }
         match self.filter(self.config.partition_of_epoch(e)) {
-            // Held ticks are local to the partition, below its length (the PBF-2's horizon).
+            // Held points are local to the partition, below its points (the PBF-2's horizon).
             Some(pbf) => match pbf.insert_hashes_at(buffer.hashes(), buffer.ticks()) {
                 Ok(()) => 0,
                 Err(_) => buffer.len() as u64,
@@ -578,7 +580,7 @@ impl LocalState {
             let allocation = self.resolve(p)?.clone();
             let mut pbf = Pbf2::with_layout(
                 0,
-                self.config.partition_len(),
+                self.config.points(),
                 &allocation,
                 self.config.seed(),
                 self.config.layout(),

@@ -109,7 +109,7 @@ fn new_partition(config: &IndexConfig) -> Result<MatrixPbf> {
     let allocation = config.allocation();
     let hashes = allocation.shapes().first().map_or(1, |s| s.hashes.max(1));
     MatrixPbf::uniform(
-        config.partition_len(),
+        config.points(),
         allocation.total_bits(),
         hashes,
         config.seed(),
@@ -278,7 +278,7 @@ fn insert(
                 }
             },
         };
-        if m.insert_hash(h, t - p * len).is_err() {
+        if m.insert_hash(h, config.point(t - p * len)).is_err() {
             rejected += 1;
         }
     }
@@ -309,6 +309,7 @@ fn answer<K: Key>(
             else {
                 continue;
             };
+            let part = config.points_of(part);
             for (x, y) in present.iter_mut().zip(m.query_hashes(&hashes, part)) {
                 *x |= y;
             }

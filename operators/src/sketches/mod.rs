@@ -12,11 +12,11 @@
 //! loop is needed. With [`Lag::Simple`] records of p + 1 wait for p to close on every worker; with
 //! [`Lag::NoWait`] the allocation of p + 2 is ready a whole partition before it is needed.
 //!
-//! What is learned mirrors [`chronobloom_core::alloc::OnlineStrategy`], on **local** ticks (a
-//! partition's PBF-2 covers `0..partition_len`, as in the index):
+//! What is learned mirrors [`chronobloom_core::alloc::OnlineStrategy`], on a partition's
+//! **points** (local ticks divided by [`IndexConfig::resolution`], as in the index):
 //!
-//! * a record at tick t of partition p adds `KeyHash::of(key, seed).at((t − start(p)) >> ℓ)` to
-//!   the FM sketch of every level ℓ;
+//! * a record at tick t of partition p adds `KeyHash::of(key, seed).at(((t − start(p)) / r) >> ℓ)`
+//!   to the FM sketch of every level ℓ;
 //! * a query `(key, range)` issued at t_q counts toward every partition its range overlaps that
 //!   is still open at t_q (t_q ≤ the partition's last tick): one query, and one probe per block of
 //!   the dyadic cover of the range clipped to the partition, at the block's level. Parts of the
@@ -287,6 +287,8 @@ pub trait Allocator<'scope> {
 struct Partitions {
     len: Tick,
     count: u64,
+    /// Ticks per point of a partition's PBF-2 ([`IndexConfig::resolution`]).
+    resolution: Tick,
 }
 
 impl Partitions {
@@ -375,6 +377,7 @@ impl<'scope, K: Key + 'static> Allocator<'scope> for StreamVec<'scope, u64, K> {
         let parts = Partitions {
             len: index.partition_len(),
             count: index.partitions(),
+            resolution: index.resolution(),
         };
         let seed = index.seed();
         let me = self.scope().index() as u32;
@@ -413,7 +416,7 @@ impl<'scope, K: Key + 'static> Allocator<'scope> for StreamVec<'scope, u64, K> {
                         let Some(&t) = cap.least() else { return };
                         let p = parts.of(t);
                         let slot = slot(open, p, me, || cap.delayed(&parts.last(p), port));
-                        let local = t - parts.start(p);
+                        let local = (t - parts.start(p)) / parts.resolution;
                         for batch in data {
                             if p >= parts.count {
                                 let n = batch.len() as u64;
@@ -454,8 +457,10 @@ impl<'scope, K: Key + 'static> Allocator<'scope> for StreamVec<'scope, u64, K> {
                                     };
                                     let slot = slot(open, p, me, || cap.delayed(&end, port));
                                     slot.stats.queries = slot.stats.queries.saturating_add(1);
-                                    let local =
-                                        TimeRange::new(part.start() - start, part.end() - start);
+                                    let local = TimeRange::new(
+                                        (part.start() - start) / parts.resolution,
+                                        (part.end() - start) / parts.resolution,
+                                    );
                                     if let Ok(local) = local {
                                         slot.sketch
                                             .get_or_insert_with(|| empty.clone())

@@ -149,6 +149,7 @@ fn allocate(
         .epoch_len(index.epoch_len())
         .partition_len(index.partition_len())
         .partitions(index.partitions())
+        .resolution(index.resolution())
         .allocation(allocation.clone())
         .seed(index.seed())
         .placement(index.placement())

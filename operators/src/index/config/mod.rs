@@ -40,9 +40,12 @@ pub const DEFAULT_MAX_BUFFERED: u64 = 1 << 22;
 /// A validated index configuration (build one with [`IndexConfig::builder`]).
 ///
 /// Time is cut into **epochs** of `epoch_len` ticks (the unit of delta exchange) and
-/// **partitions** of `partition_len` ticks (one static PBF-2 over `0..partition_len` each). A
-/// record at tick `t` goes to partition `t / partition_len` at local tick `t % partition_len`;
-/// ticks at or past `partitions * partition_len` are rejected and counted.
+/// **partitions** of `partition_len` ticks (one static PBF-2 each). A record at tick `t` goes to
+/// partition `t / partition_len` at local tick `t % partition_len`; ticks at or past
+/// `partitions * partition_len` are rejected and counted. A partition's PBF-2 counts time in
+/// **points** of `resolution` ticks (default 1): local tick `l` is point `l / resolution`, so the
+/// PBF-2 has `log2(partition_len / resolution) + 1` levels and a record costs one insert per
+/// level.
 ///
 /// Deserializing goes through [`IndexConfigBuilder::build`], so a configuration read from a file
 /// or another process is validated like one built in code.
@@ -59,6 +62,7 @@ pub struct IndexConfig {
     max_buffered: u64,
     allocation_lag: AllocationLag,
     layout: Layout,
+    resolution: Tick,
 }
 
 /// The serialized form of an [`IndexConfig`].
@@ -76,6 +80,13 @@ struct IndexConfigFields {
     allocation_lag: AllocationLag,
     #[serde(default)]
     layout: Layout,
+    #[serde(default = "one_tick")]
+    resolution: Tick,
+}
+
+/// The resolution of a configuration serialized before it had one.
+fn one_tick() -> Tick {
+    1
 }
 
 impl TryFrom<IndexConfigFields> for IndexConfig {
@@ -85,6 +96,7 @@ impl TryFrom<IndexConfigFields> for IndexConfig {
             .epoch_len(f.epoch_len)
             .partition_len(f.partition_len)
             .partitions(f.partitions)
+            .resolution(f.resolution)
             .allocation(f.allocation)
             .seed(f.seed)
             .placement(f.placement)
@@ -131,6 +143,29 @@ impl IndexConfig {
     /// Number of partitions.
     pub fn partitions(&self) -> u64 {
         self.partitions
+    }
+
+    /// Ticks per time point of a partition's PBF-2 (1 unless set).
+    pub fn resolution(&self) -> Tick {
+        self.resolution
+    }
+
+    /// Time points per partition, `partition_len / resolution`: the horizon of each
+    /// partition's PBF-2.
+    pub fn points(&self) -> Tick {
+        self.partition_len / self.resolution
+    }
+
+    /// The point of a partition's PBF-2 holding local tick `local`.
+    #[inline]
+    pub fn point(&self, local: Tick) -> Tick {
+        local / self.resolution
+    }
+
+    /// The points a range of local ticks touches: every tick of `local` lies in one of them,
+    /// so a query over them misses nothing the ticks would find.
+    pub fn points_of(&self, local: TimeRange) -> TimeRange {
+        TimeRange::new(self.point(local.start()), self.point(local.end())).unwrap_or(local)
     }
 
     /// The first tick no partition covers: `partitions * partition_len`.
@@ -190,7 +225,7 @@ impl IndexConfig {
                 .iter()
                 .all(|s| s.bits / 64 <= u64::from(u32::MAX))
             && allocation.total_bits() <= self.allocation.total_bits().saturating_mul(2)
-            && Pbf2::with_layout(0, self.partition_len, allocation, self.seed, self.layout).is_ok()
+            && Pbf2::with_layout(0, self.points(), allocation, self.seed, self.layout).is_ok()
     }
 
     /// The epoch holding tick `t`.
@@ -230,7 +265,7 @@ impl IndexConfig {
     pub fn new_partition(&self) -> Pbf2 {
         Pbf2::with_layout(
             0,
-            self.partition_len,
+            self.points(),
             &self.allocation,
             self.seed,
             self.layout,
@@ -245,6 +280,7 @@ pub struct IndexConfigBuilder {
     epoch_len: Option<Tick>,
     partition_len: Option<Tick>,
     partitions: Option<u64>,
+    resolution: Option<Tick>,
     bits: Option<u64>,
     hashes: Option<u32>,
     allocation: Option<Allocation>,
@@ -276,6 +312,28 @@ impl IndexConfigBuilder {
     /// Number of partitions (default 1).
     pub fn partitions(mut self, partitions: u64) -> Self {
         self.partitions = Some(partitions);
+        self
+    }
+
+    /// Ticks per time point of each partition's PBF-2 (default 1; must divide the partition
+    /// length). Answers are exact to whole points: a query's range is widened to the points it
+    /// touches, which adds positives at its edges and never loses one, and a coarser resolution
+    /// means fewer levels, so fewer inserts per record.
+    ///
+    /// ```
+    /// use chronobloom_core::temporal::TimeRange;
+    /// use chronobloom_operators::{IndexConfig, MergedState};
+    /// let cfg = IndexConfig::builder().epoch_len(1_000).partition_len(3_600_000)
+    ///     .resolution(1_000).bits(1 << 20).build().unwrap();
+    /// assert_eq!((cfg.points(), cfg.allocation().shapes().len()), (3_600, 13));
+    /// let mut index = MergedState::new(&cfg);
+    /// index.insert(&7u64, 10_900).unwrap();
+    /// // tick 10,900 is point 10: a range touching point 10 answers "present"
+    /// assert!(index.query(&7u64, TimeRange::new(10_000, 10_100).unwrap()).present);
+    /// assert!(!index.query(&7u64, TimeRange::new(11_000, 20_000).unwrap()).present);
+    /// ```
+    pub fn resolution(mut self, ticks: Tick) -> Self {
+        self.resolution = Some(ticks);
         self
     }
 
@@ -368,7 +426,16 @@ impl IndexConfigBuilder {
                 "partitions * partition_len overflows u64 ticks",
             ));
         }
-        let levels = Pbf2::levels_for(partition_len)? as usize;
+        let resolution = Error::positive_ticks("index", "resolution", self.resolution.or(Some(1)))?;
+        if partition_len % resolution != 0 {
+            return Err(Error::config(
+                "index",
+                "resolution",
+                format!("{resolution} does not divide partition_len {partition_len}"),
+            ));
+        }
+        let points = partition_len / resolution;
+        let levels = Pbf2::levels_for(points)? as usize;
         let allocation = match (self.allocation, self.bits) {
             (Some(_), Some(_)) => {
                 return Err(Error::config(
@@ -418,7 +485,7 @@ impl IndexConfigBuilder {
                 "index",
                 "allocation",
                 format!(
-                    "has {} levels, a PBF-2 over {partition_len} ticks has {levels}",
+                    "has {} levels, a PBF-2 over {points} points has {levels}",
                     allocation.shapes().len()
                 ),
             ));
@@ -456,6 +523,7 @@ impl IndexConfigBuilder {
             epoch_len,
             partition_len,
             partitions,
+            resolution,
             allocation,
             seed: self.seed,
             placement: self.placement,

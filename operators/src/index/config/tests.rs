@@ -36,6 +36,32 @@ fn deserializing_validates() {
     bad.layout = Layout::Blocked;
     let bytes = bincode::serialize(&bad).unwrap();
     assert!(bincode::deserialize::<IndexConfig>(&bytes).is_err());
+    // a resolution round-trips; one that does not divide the partition is refused on reading
+    let coarse = base().resolution(20).build().unwrap();
+    let bytes = bincode::serialize(&coarse).unwrap();
+    assert_eq!(bincode::deserialize::<IndexConfig>(&bytes).unwrap(), coarse);
+    let mut bad: IndexConfigFields = bincode::deserialize(&bytes).unwrap();
+    bad.resolution = 30;
+    let bytes = bincode::serialize(&bad).unwrap();
+    assert!(bincode::deserialize::<IndexConfig>(&bytes).is_err());
+}
+
+#[test]
+fn resolution_counts_levels_and_points() {
+    let fine = base().build().unwrap();
+    let coarse = base().resolution(20).build().unwrap();
+    assert_eq!((fine.points(), coarse.points()), (100, 5));
+    assert_eq!(fine.allocation().shapes().len(), 8);
+    assert_eq!(coarse.allocation().shapes().len(), 4);
+    assert_eq!((coarse.point(0), coarse.point(19), coarse.point(20)), (0, 0, 1));
+    let r = TimeRange::new(19, 41).unwrap();
+    assert_eq!(coarse.points_of(r), TimeRange::new(0, 2).unwrap());
+    assert_eq!(fine.points_of(r), r);
+    // an allocation for the tick-resolution PBF-2 does not fit the coarser one
+    assert!(!coarse.fits(fine.allocation()));
+    refused(base().resolution(0), "resolution");
+    refused(base().resolution(30), "resolution");
+    refused(base().resolution(200), "resolution");
 }
 
 #[test]

@@ -233,7 +233,7 @@ impl LevelShard {
     /// that this shard holds. A wholly held blocked level takes the direct path: the block of the
     /// pair `AHEAD` places on is prefetched, and the pair's bits are set in its one block.
     fn insert_pairs(&mut self, pairs: &[(u64, u64, u64)], first: u64, last: u64) {
-        const AHEAD: usize = 8;
+        const AHEAD: usize = 32;
         let mixes: Vec<BucketMix> = (first..=last).map(BucketMix::of).collect();
         let at = |&(lo, hi, b): &(u64, u64, u64)| {
             let mix = mixes.get((b - first) as usize)?;
@@ -382,10 +382,10 @@ impl MergedState {
         }
         let len = self.config.partition_len();
         let allocation = self.config.allocation().clone();
+        let local = self.config.point(tick % len);
         let Some(part) = self.partition_or_new(tick / len, &allocation) else {
             return Err(RejectReason::BadAllocation);
         };
-        let local = tick % len;
         for (l, level) in part.levels.iter_mut().enumerate() {
             level.insert(hash.at(local >> l));
         }
@@ -399,6 +399,7 @@ impl MergedState {
         let len = self.config.partition_len();
         let p = self.config.partition_of_epoch(epoch);
         let first = self.config.epoch_start(epoch);
+        let resolution = self.config.resolution();
         let Some(part) = self.partitions.get_mut(&p) else {
             return records.len() as u64;
         };
@@ -420,7 +421,7 @@ impl MergedState {
         let mut pairs: Vec<(u64, u64, Tick)> = records
             .iter_from(first)
             .filter(|&(_, t)| inside(t))
-            .map(|(h, t)| (h.lo, h.hi, t - start))
+            .map(|(h, t)| (h.lo, h.hi, (t - start) / resolution))
             .collect();
         pairs.sort_unstable();
         pairs.dedup();
@@ -477,6 +478,7 @@ impl MergedState {
             ) else {
                 continue;
             };
+            let local = self.config.points_of(local);
             let top = part.levels.len().saturating_sub(1) as u32;
             for b in dyadic_cover(local, top) {
                 part.push_steps(hash, b.level, b.bucket, &mut out);
@@ -587,7 +589,7 @@ impl MergedState {
         if !self.partitions.contains_key(&p) {
             Pbf2::with_layout(
                 0,
-                self.config.partition_len(),
+                self.config.points(),
                 allocation,
                 self.config.seed(),
                 self.config.layout(),
