@@ -444,7 +444,10 @@ fn coarser_resolution_matches_the_single_threaded_pbf2_over_points() {
                     })
                 })
                 .collect();
-            assert!(hits.len() > 20, "the workload has queries that must find their key");
+            assert!(
+                hits.len() > 20,
+                "the workload has queries that must find their key"
+            );
             let missed = hits.iter().filter(|a| !a.5).count();
             assert_eq!(missed, 0, "{layout:?} {placement:?} {threads} threads");
         }

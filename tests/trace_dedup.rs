@@ -332,9 +332,7 @@ fn index_answers_have_no_false_negative_at_any_resolution() {
         z ^ (z >> 29)
     };
     // 4000 records of 60 flows over 20 s; origin 1000 s, so tick = ms after it.
-    let mut records: Vec<(u64, u64)> = (0..4000)
-        .map(|_| (next() % 20_000, next() % 60))
-        .collect();
+    let mut records: Vec<(u64, u64)> = (0..4000).map(|_| (next() % 20_000, next() % 60)).collect();
     records.sort();
     records[0].0 = 0; // the origin: the job counts ticks from the first record
     for &(t, k) in &records {

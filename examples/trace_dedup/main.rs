@@ -137,7 +137,9 @@ fn flag_error(e: chronobloom::operators::Error, args: &cli::Args) -> JobError {
                 Some(("--index-partitions", args.index_partitions.to_string()))
             }
             ("index", "bits") => Some(("--index-bits", args.index_bits.to_string())),
-            ("index", "resolution") => Some(("--index-resolution", duration(args.index_resolution))),
+            ("index", "resolution") => {
+                Some(("--index-resolution", duration(args.index_resolution)))
+            }
             _ => None,
         },
         _ => None,

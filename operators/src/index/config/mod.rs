@@ -263,14 +263,8 @@ impl IndexConfig {
     /// `build` checked everything else `Pbf2::with_layout` checks (the horizon, the allocation's
     /// length and shapes).
     pub fn new_partition(&self) -> Pbf2 {
-        Pbf2::with_layout(
-            0,
-            self.points(),
-            &self.allocation,
-            self.seed,
-            self.layout,
-        )
-        .expect("IndexConfig::build validated the partition shape")
+        Pbf2::with_layout(0, self.points(), &self.allocation, self.seed, self.layout)
+            .expect("IndexConfig::build validated the partition shape")
     }
 }
 

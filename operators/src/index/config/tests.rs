@@ -53,7 +53,10 @@ fn resolution_counts_levels_and_points() {
     assert_eq!((fine.points(), coarse.points()), (100, 5));
     assert_eq!(fine.allocation().shapes().len(), 8);
     assert_eq!(coarse.allocation().shapes().len(), 4);
-    assert_eq!((coarse.point(0), coarse.point(19), coarse.point(20)), (0, 0, 1));
+    assert_eq!(
+        (coarse.point(0), coarse.point(19), coarse.point(20)),
+        (0, 0, 1)
+    );
     let r = TimeRange::new(19, 41).unwrap();
     assert_eq!(coarse.points_of(r), TimeRange::new(0, 2).unwrap());
     assert_eq!(fine.points_of(r), r);

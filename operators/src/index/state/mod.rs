@@ -423,8 +423,7 @@ impl MergedState {
             .filter(|&(_, t)| inside(t))
             .map(|(h, t)| (h.lo, h.hi, (t - start) / resolution))
             .collect();
-        pairs.sort_unstable();
-        pairs.dedup();
+        pairs::sort_dedup(&mut pairs, &mut Vec::new());
         let (Some(lo_tick), Some(hi_tick)) = (
             pairs.iter().map(|r| r.2).min(),
             pairs.iter().map(|r| r.2).max(),
@@ -641,6 +640,7 @@ impl PartitionShard {
     }
 }
 
+mod pairs;
 mod snapshot;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
