@@ -408,22 +408,29 @@ fn blocked_layout_matches_the_single_threaded_blocked_pbf2() {
     }
 }
 
-/// An index counting time in points of 5 ticks (20 per partition, 5 levels instead of 8): the
-/// dataflow equals single-threaded PBF-2s over points for both placements and layouts, and no
-/// query whose range holds one of its key's records answers "absent".
+/// An index counting time in points of 5 ticks (20 per partition, 6 levels instead of 8), and
+/// of 4 ticks (points straddle the 10-tick epochs): the dataflow equals single-threaded PBF-2s
+/// over points for both placements and layouts, and no query whose range holds one of its key's
+/// records answers "absent".
 #[test]
 fn coarser_resolution_matches_the_single_threaded_pbf2_over_points() {
     let wl = workload();
-    for layout in [Layout::Standard, Layout::Blocked] {
+    for (layout, resolution) in [
+        (Layout::Standard, 5),
+        (Layout::Blocked, 5),
+        (Layout::Standard, 4),
+        (Layout::Blocked, 4),
+    ] {
         let cfg = |placement| {
             builder(placement)
-                .resolution(5)
+                .resolution(resolution)
                 .bits(8 * 16_384)
                 .hashes(3)
                 .layout(layout)
                 .build()
                 .unwrap()
         };
+        // 20 or 25 points: 6 levels
         assert_eq!(cfg(Placement::Replicated).allocation().shapes().len(), 6);
         let refr = reference(&cfg(Placement::Replicated), &wl);
         for (placement, threads) in [
@@ -449,7 +456,10 @@ fn coarser_resolution_matches_the_single_threaded_pbf2_over_points() {
                 "the workload has queries that must find their key"
             );
             let missed = hits.iter().filter(|a| !a.5).count();
-            assert_eq!(missed, 0, "{layout:?} {placement:?} {threads} threads");
+            assert_eq!(
+                missed, 0,
+                "{layout:?} resolution {resolution} {placement:?} {threads} threads"
+            );
         }
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
 use crate::source::{Plan, Rec};
-use chronobloom::core::hash::{KeyHash, Prehashed};
+use chronobloom::core::hash::Prehashed;
 use chronobloom::core::temporal::{Tick, TimeRange};
 use chronobloom::operators::checkpoint::CheckpointError;
 use chronobloom::operators::dedup::stats::DedupStats;
@@ -114,6 +114,9 @@ impl JobRecord for (u64, FlowKey) {
     }
 }
 
+/// Serialized bytes of the dedup shard a routed record travels with.
+const SHARD_BYTES: u64 = 2;
+
 /// A record inside a worker: its position (when the passed records are collected, else 0) and
 /// its key, hashed once for routing, dedup and index.
 type Local = (u64, Prehashed<FlowKey>);
@@ -152,24 +155,19 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         // key from the reader, so the dedup operator's own routing keeps them all in place.
         let route = peers > 1 && (job.plan.single_reader() || job.dedup.mode() == DedupMode::ByKey);
         let seed = job.dedup.seed();
-        let owner = {
-            let dedup = job.dedup.clone();
-            move |hash: KeyHash| dedup.worker_of(hash, peers)
-        };
         let (mut r_in, mut x_in, mut q_in, mut t_in, handles) =
             worker.dataflow::<u64, _, _>(|scope| {
                 // Records kept by their reader arrive hashed; records for other workers travel as
-                // read (the key, not its hash) and are hashed where they land.
+                // read (the key, not its hash) with their dedup shard, which names the worker
+                // owning the key (`shard % peers`, as timely's exchange routes it), and are
+                // hashed where they land.
                 let (r_in, kept) = scope.new_input::<Vec<(Tick, Local)>>();
-                let (x_in, sent) = scope.new_input::<Vec<(Tick, D)>>();
+                let (x_in, sent) = scope.new_input::<Vec<(Tick, u16, D)>>();
                 let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
                 let (t_in, tallies) = scope.new_input::<Vec<WorkerTally>>();
-                let owner = owner.clone();
                 let records = kept.concat(
-                    sent.exchange(move |(_, d): &(Tick, D)| {
-                        owner(KeyHash::of(&d.key(), seed)) as u64
-                    })
-                    .map(move |(t, d)| (t, (d.seq(), Prehashed::new(d.key(), seed)))),
+                    sent.exchange(|&(_, shard, _): &(Tick, u16, D)| u64::from(shard))
+                        .map(move |(t, _, d)| (t, (d.seq(), Prehashed::new(d.key(), seed)))),
                 );
                 let key = |d: &Local| d.1;
                 let keyed = records.clone().map(|(t, d)| (t, d.1));
@@ -276,10 +274,11 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             };
             let raw = raw_bytes(&rec.key);
             let hashed = Prehashed::new(rec.key, seed);
-            let routed = route && owner(hashed.hash()) != me;
+            let shard = job.dedup.shard_of(hashed.hash());
+            let routed = route && shard as usize % peers != me;
             tally.raw_bytes += raw;
             if routed {
-                tally.routed_bytes += D::WIRE_EXTRA + rec.key.wire_len();
+                tally.routed_bytes += D::WIRE_EXTRA + SHARD_BYTES + rec.key.wire_len();
             }
             tally.records += 1;
             last_tick = rec.tick;
@@ -345,7 +344,8 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 mark.add(rec.seq, rec.tick, hashed.hash().lo);
             }
             if routed {
-                x_in.send((rec.tick, D::of(&rec)));
+                // below MAX_SHARDS (4096)
+                x_in.send((rec.tick, shard as u16, D::of(&rec)));
             } else {
                 r_in.send((rec.tick, (D::of(&rec).seq(), hashed)));
             }

@@ -1,5 +1,6 @@
 //! Deltas: the words of a level that changed during one epoch, and the shipments carrying them.
 
+use super::pairs;
 use super::stats::LocalStats;
 use chronobloom_core::changed::ChangedWords;
 use chronobloom_core::hash::KeyHash;
@@ -261,6 +262,52 @@ impl EpochRecords {
             Offsets::Wide(v) => 4 * v.len(),
         };
         (8 * (self.lo.len() + self.hi.len()) + offsets) as u64
+    }
+
+    /// Keeps one record per distinct key hash and time point (`tick / resolution`, the index's
+    /// [`crate::IndexConfig::resolution`]), sorted by hash then point: inserting the rest would
+    /// set no new bit, so receivers reach the same state from fewer bytes, and
+    /// [`crate::MergedState`] inserts records that arrive sorted without sorting them again.
+    /// The record kept for a point carries the point's first tick inside the epoch.
+    ///
+    /// ```
+    /// use chronobloom_core::hash::KeyHash;
+    /// use chronobloom_operators::delta::EpochRecords;
+    /// let mut r = EpochRecords::new(1_000, 1_000);
+    /// for t in [1_900, 1_003, 1_400] {
+    ///     r.push(KeyHash::of(&7u64, 0), t, false);
+    /// }
+    /// r.push(KeyHash::of(&8u64, 0), 1_001, false);
+    /// r.dedup_points(500);
+    /// let mut kept: Vec<u64> = r.iter().map(|(_, t)| t).collect();
+    /// kept.sort();
+    /// // 7 at points 2 and 3, 8 at point 2: each at its point's first tick in the epoch
+    /// assert_eq!(kept, vec![1_000, 1_000, 1_500]);
+    /// ```
+    pub fn dedup_points(&mut self, resolution: u64) {
+        let resolution = resolution.max(1);
+        let with_hi = !self.hi.is_empty();
+        let mut triples: Vec<(u64, u64, u64)> = self
+            .iter()
+            .map(|(h, t)| (h.lo, h.hi, t / resolution))
+            .collect();
+        pairs::sort_dedup(&mut triples, &mut Vec::new());
+        let start = self.start;
+        let mut kept = EpochRecords {
+            start,
+            lo: Vec::with_capacity(triples.len()),
+            hi: Vec::new(),
+            offsets: match self.offsets {
+                Offsets::Narrow(_) => Offsets::Narrow(Vec::with_capacity(triples.len())),
+                Offsets::Wide(_) => Offsets::Wide(Vec::with_capacity(triples.len())),
+            },
+        };
+        for (lo, hi, point) in triples {
+            // the point's first tick, or the epoch's when the point began before it
+            let tick = point.saturating_mul(resolution).max(start);
+            kept.push(KeyHash { lo, hi }, tick, with_hi);
+        }
+        *self = kept;
     }
 
     /// The records as `(hash, tick)` pairs (`hi` = 0 when it did not travel; records without

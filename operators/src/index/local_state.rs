@@ -497,7 +497,11 @@ impl LocalState {
                 count_failed(&mut stats, l.len() as u64);
                 None
             }
-            l => l,
+            Some(mut l) => {
+                l.dedup_points(self.config.resolution());
+                Some(l)
+            }
+            None => None,
         };
         let sharded = self.config.placement() == Placement::Sharded;
         let mut per_dest: Vec<Vec<LevelDelta>> = vec![Vec::new(); self.peers];

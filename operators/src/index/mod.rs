@@ -10,6 +10,7 @@ pub mod held;
 pub mod local;
 mod local_state;
 pub mod matrix_batch;
+mod pairs;
 pub mod query;
 mod resume;
 pub mod state;

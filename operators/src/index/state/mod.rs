@@ -423,7 +423,10 @@ impl MergedState {
             .filter(|&(_, t)| inside(t))
             .map(|(h, t)| (h.lo, h.hi, (t - start) / resolution))
             .collect();
-        pairs::sort_dedup(&mut pairs, &mut Vec::new());
+        // Shipped records arrive sorted without repeats (`EpochRecords::dedup_points`).
+        if !pairs.is_sorted_by(|a, b| a < b) {
+            super::pairs::sort_dedup(&mut pairs, &mut Vec::new());
+        }
         let (Some(lo_tick), Some(hi_tick)) = (
             pairs.iter().map(|r| r.2).min(),
             pairs.iter().map(|r| r.2).max(),
@@ -640,7 +643,6 @@ impl PartitionShard {
     }
 }
 
-mod pairs;
 mod snapshot;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

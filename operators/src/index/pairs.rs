@@ -1,11 +1,11 @@
-//! An epoch's `(lo, hi, point)` records sorted for the merged state's inserts: a key's records
-//! become neighbours, so inserting each distinct pair once is a pass that drops repeats.
+//! An epoch's `(lo, hi, point)` records sorted and without repeats: a key's records become
+//! neighbours, so each distinct pair is shipped and inserted once.
 
 /// Sorts `pairs` ascending (as `sort_unstable` would) and drops repeats. The key hashes' low
 /// halves are uniform, so one counting pass on their top bits spreads the pairs over buckets of
 /// about eight, each then sorted alone: two sequential passes and many tiny sorts instead of a
 /// comparison sort of the whole epoch. `scratch` is reused between calls.
-pub(super) fn sort_dedup(pairs: &mut Vec<(u64, u64, u64)>, scratch: &mut Vec<(u64, u64, u64)>) {
+pub(crate) fn sort_dedup(pairs: &mut Vec<(u64, u64, u64)>, scratch: &mut Vec<(u64, u64, u64)>) {
     let n = pairs.len();
     if n < 256 {
         pairs.sort_unstable();
