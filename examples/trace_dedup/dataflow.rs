@@ -22,9 +22,10 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+use timely::container::CapacityContainerBuilder;
 use timely::dataflow::operators::vec::Map;
 use timely::dataflow::operators::{Concat, Exchange, Input, Inspect, Probe};
-use timely::dataflow::ProbeHandle;
+use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::ExchangeData;
 
 /// What the job needs besides the input plan.
@@ -111,6 +112,21 @@ impl JobRecord for (u64, FlowKey) {
     }
     fn seq(&self) -> u64 {
         self.0
+    }
+}
+
+/// Records a reader hands an input at a time: fuller messages than one `send` per record makes.
+const BATCH: usize = 1024;
+
+/// Sends `batch` (when not empty) into `input` at its current time, leaving it empty.
+fn flush<T: Clone + 'static>(
+    batch: &mut Vec<T>,
+    input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<T>>>,
+) {
+    if !batch.is_empty() {
+        input.send_batch(batch);
+        batch.clear();
+        batch.reserve(BATCH);
     }
 }
 
@@ -261,6 +277,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         let mut next_ckpt = ckpt.map(|c| c.next_after(resume_at));
         let mut mark = SourceMark::default();
         let pace = Pace::new(job.rate, peers);
+        let (mut kept, mut sent) = (Vec::with_capacity(BATCH), Vec::with_capacity(BATCH));
         for rec in reader.by_ref() {
             if error.is_some() {
                 break;
@@ -300,6 +317,8 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             if e > open {
                 open = e;
                 let t = e * epoch;
+                flush(&mut kept, &mut r_in);
+                flush(&mut sent, &mut x_in);
                 r_in.advance_to(t);
                 x_in.advance_to(t);
                 q_in.advance_to(t);
@@ -345,15 +364,23 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             }
             if routed {
                 // below MAX_SHARDS (4096)
-                x_in.send((rec.tick, shard as u16, D::of(&rec)));
+                sent.push((rec.tick, shard as u16, D::of(&rec)));
+                if sent.len() == BATCH {
+                    flush(&mut sent, &mut x_in);
+                }
             } else {
-                r_in.send((rec.tick, (D::of(&rec).seq(), hashed)));
+                kept.push((rec.tick, (D::of(&rec).seq(), hashed)));
+                if kept.len() == BATCH {
+                    flush(&mut kept, &mut r_in);
+                }
             }
             if tally.records % 4096 == 0 {
                 worker.step();
                 pace.wait(tally.records);
             }
         }
+        flush(&mut kept, &mut r_in);
+        flush(&mut sent, &mut x_in);
         if let Some(m) = expected_mark.filter(|&m| m != mark) {
             error = error.or(Some(changed_input(m, mark)));
         }
