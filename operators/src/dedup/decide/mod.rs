@@ -9,14 +9,14 @@ use super::stats::{DedupStats, Slice, SliceStats};
 use super::view::{ViewDelta, WindowView};
 use super::{Fingerprint, KeyBytes, Routed};
 use chronobloom_core::temporal::Tick;
-use serde::Serialize;
-use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap};
+use repeats::SameTick;
+use std::collections::BTreeMap;
 use timely::dataflow::operators::Capability;
 use timely::progress::frontier::MutableAntichain;
 use timely::ExchangeData;
 
 mod checkpoint;
+mod repeats;
 
 /// Emptied epoch buffers a worker keeps: enough for the epochs pending at once with a few epochs
 /// in flight.
@@ -69,6 +69,8 @@ pub(super) struct DecideState<D> {
     /// `(tick, fingerprint)` of the epoch being decided whose key may have occurred earlier in
     /// the same tick.
     repeats: Vec<(Tick, u64)>,
+    /// Resolves the same-tick repeats, with its map and buffers kept between epochs.
+    same_tick: SameTick,
     /// Scratch for sorting an epoch's records by shard.
     order: Vec<Slot>,
     /// Where each shard's run of `order` starts (and, last, its end).
@@ -113,6 +115,7 @@ impl<D: ExchangeData> DecideState<D> {
             fp,
             fresh: Vec::new(),
             repeats: Vec::new(),
+            same_tick: SameTick::default(),
             order: Vec::new(),
             bounds: Vec::new(),
             last_epoch_len: 0,
@@ -368,7 +371,9 @@ impl<D: ExchangeData> DecideState<D> {
         if let Some(epoch) = self.epochs.get_mut(&e) {
             epoch.outgoing = outgoing;
         }
-        let same_tick = self.resolve_repeats(&records, &mut repeats, &mut fresh);
+        let same_tick = self
+            .same_tick
+            .resolve(&records, &repeats, &mut fresh, &self.key);
         let total = records.len() as u64;
         self.last_epoch_len = records.len();
         let fresh_here = &fresh[..records.len()];
@@ -430,56 +435,6 @@ impl<D: ExchangeData> DecideState<D> {
         (0..bounds.len().saturating_sub(1))
             .filter_map(move |s| Some((s, order.get(bounds[s]..bounds[s + 1])?)))
             .filter(|(_, run)| !run.is_empty())
-    }
-
-    /// Among fresh records whose `(tick, fingerprint)` is in `repeats` (candidates flagged by the
-    /// filter), keeps one per tick and exact key fresh, the one with the smallest encoding;
-    /// returns how many it dropped.
-    fn resolve_repeats(
-        &self,
-        records: &[Fingerprinted<D>],
-        repeats: &mut [(Tick, u64)],
-        fresh: &mut [bool],
-    ) -> u64 {
-        if repeats.is_empty() {
-            return 0;
-        }
-        repeats.sort_unstable();
-        // a 4096-bit prefilter keeps the binary search off most records
-        let mut bloom = [0u64; 64];
-        for &(_, fp) in repeats.iter() {
-            bloom[(fp >> 6) as usize & 63] |= 1 << (fp & 63);
-        }
-        // (tick, exact key) -> (index of the best record so far, its encoding once compared)
-        let mut first: HashMap<(Tick, Vec<u8>), Best> = HashMap::new();
-        let mut dropped = 0;
-        for (i, (t, fp, record)) in records.iter().enumerate() {
-            if !fresh[i]
-                || bloom[(fp >> 6) as usize & 63] & (1 << (fp & 63)) == 0
-                || repeats.binary_search(&(*t, *fp)).is_err()
-            {
-                continue;
-            }
-            match first.entry((*t, (self.key)(record).as_slice().to_vec())) {
-                Entry::Vacant(v) => {
-                    v.insert((i, None));
-                }
-                Entry::Occupied(mut o) => {
-                    dropped += 1;
-                    let (j, best) = o.get_mut();
-                    let best = best.get_or_insert_with(|| encode(&records[*j].2));
-                    let mine = encode(record);
-                    if mine < *best {
-                        fresh[*j] = false;
-                        *j = i;
-                        *best = mine;
-                    } else {
-                        fresh[i] = false;
-                    }
-                }
-            }
-        }
-        dropped
     }
 
     /// The earliest tick still to be decided: the first buffered epoch's first tick or the input
@@ -585,15 +540,6 @@ impl<D: ExchangeData> DecideState<D> {
         }
         s
     }
-}
-
-/// Among same-tick records of one key: the index of the best so far, and its encoding once
-/// compared.
-type Best = (usize, Option<Vec<u8>>);
-
-/// A record's `bincode` encoding, the tie-breaker between same-tick records with the same key.
-pub(super) fn encode<D: Serialize>(record: &D) -> Vec<u8> {
-    bincode::serialize(record).unwrap_or_default()
 }
 
 #[cfg(test)]
