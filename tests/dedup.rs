@@ -246,6 +246,37 @@ fn by_key_never_passes_a_duplicate_and_false_drops_stay_within_epsilon() {
     }
 }
 
+/// Worker 0 owning fewer shards (a lead share of 30%): the same records pass as with one
+/// worker, and worker 0 decides fewer records than each other worker.
+#[test]
+fn a_lead_share_moves_shards_off_worker_0_and_changes_no_decision() {
+    let records = random_stream();
+    let even = config(DedupMode::ByKey, 7_000, false);
+    let one = run(1, even.clone(), records.clone(), round_robin);
+    let lead = DedupConfig::builder()
+        .window(W)
+        .epoch_len(EPOCH)
+        .fpr(0.01)
+        .shards(16)
+        .seed(5)
+        .lead_share(30)
+        .build()
+        .unwrap();
+    assert_eq!(lead.owner_of_shard(0, 2), 0);
+    for workers in [2, 4] {
+        let many = run(workers, lead.clone(), records.clone(), round_robin);
+        assert_eq!(one.passed, many.passed, "{workers} workers differ from 1");
+        let mut decided = vec![0u64; workers];
+        for s in &many.stats {
+            decided[s.worker as usize] += s.records;
+        }
+        assert!(
+            (1..workers).all(|w| decided[0] < decided[w]),
+            "{workers} workers: {decided:?}"
+        );
+    }
+}
+
 #[test]
 fn by_key_adversarial_streams() {
     let records = adversarial_stream();

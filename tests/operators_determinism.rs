@@ -510,6 +510,36 @@ fn sharded_equals_replicated_and_the_reference_for_1_2_4_threads() {
     }
 }
 
+/// Worker 0 owning fewer levels (a lead share of 40%): the same digests and answers as the
+/// reference, and worker 0 holds fewer bits than each other worker.
+#[test]
+fn a_lead_share_moves_levels_off_worker_0_and_changes_nothing_else() {
+    let wl = workload();
+    let refr = reference(&wide(Placement::Replicated), &wl);
+    for threads in [2, 4] {
+        let cfg = builder(Placement::Sharded)
+            .bits(8 * 16_384)
+            .hashes(3)
+            .lead_share(40)
+            .build()
+            .unwrap();
+        let out = run(timely::Config::process(threads), cfg, wl.clone());
+        check(&out, &refr, &wl, threads);
+        check_stats(&out, &refr, threads, Placement::Sharded);
+        let held: BTreeMap<u32, u64> = out
+            .stats
+            .iter()
+            .filter(|s| s.epoch == 0)
+            .map(|s| (s.worker, s.merged_bits))
+            .collect();
+        assert_eq!(held.len(), threads);
+        assert!(
+            (1..threads as u32).all(|w| held[&0] < held[&w]),
+            "{threads} threads: {held:?}"
+        );
+    }
+}
+
 /// Bits of each level with bits, per partition, as the stats report them (summed over workers'
 /// shards of one epoch).
 fn level_bits(out: &Outcome, epoch: u64) -> Vec<u64> {

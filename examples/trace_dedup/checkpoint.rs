@@ -219,7 +219,7 @@ fn fingerprint(args: &Args) -> u64 {
         .map(|p| (p.clone(), std::fs::metadata(p).map_or(0, |m| m.len())))
         .collect();
     let text = format!(
-        "v3 {inputs:?} {:?} {:?} {} {:?} {:?} {} {:?} {} {:?} {:?} {:?} {:?} {} {} {:?} {} {:?} {:?} {} {} {} {} {}",
+        "v3 {inputs:?} {:?} {:?} {} {:?} {:?} {} {:?} {} {:?} {:?} {:?} {:?} {} {} {:?} {} {:?} {:?} {} {} {} {} {} {}",
         args.synthetic,
         args.synthetic_span,
         args.steady,
@@ -243,6 +243,7 @@ fn fingerprint(args: &Args) -> u64 {
         args.plot.is_some(),
         args.digest,
         args.expected_keys,
+        args.reader_share,
     );
     xxh3_64(text.as_bytes())
 }

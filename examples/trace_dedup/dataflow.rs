@@ -171,19 +171,25 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         // key from the reader, so the dedup operator's own routing keeps them all in place.
         let route = peers > 1 && (job.plan.single_reader() || job.dedup.mode() == DedupMode::ByKey);
         let seed = job.dedup.seed();
+        // Each shard's owner, by which a routed record's shard names its worker.
+        let owners: Vec<u64> = (0..job.dedup.shards())
+            .map(|s| job.dedup.owner_of_shard(s, peers) as u64)
+            .collect();
         let (mut r_in, mut x_in, mut q_in, mut t_in, handles) =
             worker.dataflow::<u64, _, _>(|scope| {
                 // Records kept by their reader arrive hashed; records for other workers travel as
                 // read (the key, not its hash) with their dedup shard, which names the worker
-                // owning the key (`shard % peers`, as timely's exchange routes it), and are
-                // hashed where they land.
+                // owning the key, and are hashed where they land.
                 let (r_in, kept) = scope.new_input::<Vec<(Tick, Local)>>();
                 let (x_in, sent) = scope.new_input::<Vec<(Tick, u16, D)>>();
                 let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
                 let (t_in, tallies) = scope.new_input::<Vec<WorkerTally>>();
+                let owners = owners.clone();
                 let records = kept.concat(
-                    sent.exchange(|&(_, shard, _): &(Tick, u16, D)| u64::from(shard))
-                        .map(move |(t, _, d)| (t, (d.seq(), Prehashed::new(d.key(), seed)))),
+                    sent.exchange(move |&(_, shard, _): &(Tick, u16, D)| {
+                        owners.get(usize::from(shard)).copied().unwrap_or(0)
+                    })
+                    .map(move |(t, _, d)| (t, (d.seq(), Prehashed::new(d.key(), seed)))),
                 );
                 let key = |d: &Local| d.1;
                 let keyed = records.clone().map(|(t, d)| (t, d.1));
@@ -292,7 +298,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             let raw = raw_bytes(&rec.key);
             let hashed = Prehashed::new(rec.key, seed);
             let shard = job.dedup.shard_of(hashed.hash());
-            let routed = route && shard as usize % peers != me;
+            let routed = route && owners.get(shard as usize).copied() != Some(me as u64);
             tally.raw_bytes += raw;
             if routed {
                 tally.routed_bytes += D::WIRE_EXTRA + SHARD_BYTES + rec.key.wire_len();

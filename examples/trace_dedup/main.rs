@@ -25,7 +25,7 @@ mod verify;
 use checkpoint::Checkpoints;
 use chronobloom::core::bloom::Layout;
 use chronobloom::core::temporal::{Pbf2, TimeRange};
-use chronobloom::operators::{DedupConfig, DedupMode, IndexConfig, Placement};
+use chronobloom::operators::{share, DedupConfig, DedupMode, IndexConfig, Placement};
 use chronobloom::trace::{FlowKey, Ticker};
 use clap::Parser;
 use error::JobError;
@@ -75,6 +75,7 @@ fn configs(
     args: &cli::Args,
     window: u64,
     epoch: u64,
+    lead_share: u32,
 ) -> Result<(DedupConfig, IndexConfig), chronobloom::operators::Error> {
     let dedup = DedupConfig::builder()
         .window(window)
@@ -85,6 +86,7 @@ fn configs(
             cli::Mode::Local => DedupMode::Local,
         })
         .exact_edge(args.exact_edge)
+        .lead_share(lead_share)
         .seed(args.seed);
     let dedup = match args.slack {
         Some(slack) => dedup.slack(ticks(slack, args.unit)),
@@ -111,6 +113,7 @@ fn configs(
             cli::IndexLayout::Blocked => Layout::Blocked,
         })
         .seed(args.seed)
+        .lead_share(lead_share)
         .digest(args.digest)
         .placement(match args.index_placement {
             cli::IndexPlacement::Sharded => Placement::Sharded,
@@ -177,7 +180,8 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
     let window = at_least_one_tick("window", args.window, args.unit)?;
     let epoch = at_least_one_tick("epoch", args.epoch, args.unit)?;
     // The configurations, checked before any input is read (with `--exact` too).
-    let (dedup, index) = configs(args, window, epoch).map_err(|e| flag_error(e, args))?;
+    let (dedup, index) =
+        configs(args, window, epoch, args.reader_share).map_err(|e| flag_error(e, args))?;
     let slack = dedup.slack();
     for (flag, path) in [("out", &args.out), ("plot", &args.plot)] {
         if let Some(path) = path {
@@ -185,6 +189,12 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
         }
     }
     let plan = source::Plan::new(args)?;
+    // Only a worker reading a single capture alone takes a smaller part of the work.
+    let (dedup, index) = if plan.single_reader() {
+        (dedup, index)
+    } else {
+        configs(args, window, epoch, share::EVEN).map_err(|e| flag_error(e, args))?
+    };
     if args.exact {
         return report_exact(args, &plan, window, started);
     }

@@ -21,6 +21,7 @@ pub mod differential;
 pub mod error;
 pub mod index;
 pub mod membership;
+pub mod share;
 pub mod sketches;
 pub mod timed;
 

@@ -2,6 +2,7 @@
 
 use super::shard::ShardFilter;
 use crate::error::{Error, Result};
+use crate::share;
 use chronobloom_core::hash::{mix64, KeyHash};
 use chronobloom_core::temporal::Tick;
 use chronobloom_core::window::{default_slack, min_slack};
@@ -45,6 +46,7 @@ pub struct DedupConfig {
     expected_items: Option<u64>,
     shards: u32,
     seed: u64,
+    lead_share: u32,
 }
 
 /// The serialized form of a [`DedupConfig`].
@@ -60,6 +62,13 @@ struct DedupConfigFields {
     expected_items: Option<u64>,
     shards: u32,
     seed: u64,
+    #[serde(default = "even")]
+    lead_share: u32,
+}
+
+/// The lead share of a configuration serialized before it had one.
+fn even() -> u32 {
+    share::EVEN
 }
 
 impl TryFrom<DedupConfigFields> for DedupConfig {
@@ -72,6 +81,7 @@ impl TryFrom<DedupConfigFields> for DedupConfig {
             .mode(f.mode)
             .shards(f.shards)
             .seed(f.seed)
+            .lead_share(f.lead_share)
             .exact_edge(f.exact_edge);
         if let Some(s) = f.slack {
             b = b.slack(s);
@@ -95,6 +105,7 @@ pub struct DedupConfigBuilder {
     expected: Option<Expected>,
     shards: u32,
     seed: u64,
+    lead_share: u32,
 }
 
 impl DedupConfigBuilder {
@@ -172,6 +183,15 @@ impl DedupConfigBuilder {
         self
     }
 
+    /// Worker 0's part of the shards in `ByKey` mode, in percent of every other worker's
+    /// (1..=100; default 100, an even split): a smaller part when worker 0 also reads the whole
+    /// input balances the workers ([`crate::share::owner`]). Every worker and process must use
+    /// the same.
+    pub fn lead_share(mut self, percent: u32) -> Self {
+        self.lead_share = percent;
+        self
+    }
+
     /// Validates the parameters and the filter sizes they imply.
     pub fn build(self) -> Result<DedupConfig> {
         let window = self
@@ -197,6 +217,13 @@ impl DedupConfigBuilder {
                 "dedup",
                 "shards",
                 format!("{} is outside 1..={MAX_SHARDS}", self.shards),
+            ));
+        }
+        if !(1..=share::EVEN).contains(&self.lead_share) {
+            return Err(Error::config(
+                "dedup",
+                "lead_share",
+                format!("{}% is outside 1..=100", self.lead_share),
             ));
         }
         let expected_items = match self.expected {
@@ -244,6 +271,7 @@ impl DedupConfigBuilder {
             expected_items,
             shards: self.shards,
             seed: self.seed,
+            lead_share: self.lead_share,
         };
         ShardFilter::check(&config)?;
         Ok(config)
@@ -264,6 +292,7 @@ impl DedupConfig {
             expected: None,
             shards: 16,
             seed: 0,
+            lead_share: share::EVEN,
         }
     }
 
@@ -333,7 +362,18 @@ impl DedupConfig {
     /// The worker of `peers` that decides a key in `ByKey` mode: the owner of its shard. A reader
     /// that routes records there itself spares the operator's exchange.
     pub fn worker_of(&self, hash: KeyHash, peers: usize) -> usize {
-        self.shard_of(hash) as usize % peers.max(1)
+        self.owner_of_shard(self.shard_of(hash), peers)
+    }
+
+    /// The worker of `peers` owning shard `shard` ([`crate::share::owner`] with
+    /// [`Self::lead_share`]).
+    pub fn owner_of_shard(&self, shard: u32, peers: usize) -> usize {
+        share::owner(shard, self.shards, peers, self.lead_share)
+    }
+
+    /// Worker 0's part of the shards, in percent of every other worker's.
+    pub fn lead_share(&self) -> u32 {
+        self.lead_share
     }
 
     /// The shard of a key hash, in `0..shards` (a function of its fingerprint, `hash.lo`).
@@ -387,6 +427,9 @@ mod tests {
         assert!(ok().epoch_len(0).build().is_err());
         assert!(ok().shards(0).build().is_err());
         assert!(ok().shards(MAX_SHARDS + 1).build().is_err());
+        assert!(ok().lead_share(0).build().is_err());
+        assert!(ok().lead_share(101).build().is_err());
+        assert_eq!(ok().lead_share(40).build().unwrap().lead_share(), 40);
         assert!(ok().expected_items_per_window(0).build().is_err());
         assert!(ok().expected_items_per_window(u64::MAX).build().is_err());
         let edge = ok().exact_edge(true);

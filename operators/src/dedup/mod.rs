@@ -40,7 +40,7 @@
 //! # Routing modes
 //!
 //! * [`DedupMode::ByKey`]: records are exchanged to the worker owning
-//!   their key's shard (`shard % peers`). Every duplicate within the window is dropped, always. A
+//!   their key's shard (`shard % peers`, or [`crate::share::owner`] with a lead share). Every duplicate within the window is dropped, always. A
 //!   shard's filter sees the same keys whatever the number of workers, so the output is
 //!   **identical for any number of workers** (as a multiset per timestamp). Cost: every record
 //!   crosses the network once with probability `(peers - 1) / peers`.

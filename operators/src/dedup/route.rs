@@ -30,7 +30,9 @@ pub(super) fn fingerprint<'scope, D: ExchangeData>(
     let (me, peers) = (scope.index() as u32, scope.peers() as u32);
     let route = config.mode() == DedupMode::ByKey && peers > 1;
     // the owner of each shard (a look-up instead of a division per record)
-    let owner: Vec<u32> = (0..config.shards()).map(|s| s % peers).collect();
+    let owner: Vec<u32> = (0..config.shards())
+        .map(|s| config.owner_of_shard(s, peers as usize) as u32)
+        .collect();
     let config = config.clone();
     records.unary(Pipeline, "DedupFingerprint", move |_, _| {
         move |input, output| {

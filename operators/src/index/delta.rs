@@ -11,20 +11,18 @@ use std::ops::Range;
 /// Words per digest block ([`crate::digest`]).
 pub const BLOCK_WORDS: usize = 64;
 
-/// The words of level `level` (of `words` words) that worker `me` of `peers` holds in the
-/// sharded placement: all of them when it owns the level (`level mod peers`), none otherwise
-/// (every word when `peers` ≤ 1). Whole levels, so a record shipped as a hash costs a worker the
-/// probes of its own levels only, and levels of equal bits spread the work evenly.
+/// The words (of `words`) that worker `me` holds of a level whose owner is `owner`
+/// ([`crate::IndexConfig::level_owner`]) in the sharded placement: all of them when it owns the
+/// level, none otherwise. Whole levels, so a record shipped as a hash costs a worker the probes
+/// of its own levels only, and levels of equal bits spread the work by their count.
 ///
 /// ```
 /// use chronobloom_operators::delta::shard_words;
-/// assert_eq!(shard_words(0, 300, 0, 2), 0..300);
-/// assert_eq!(shard_words(0, 300, 1, 2), 0..0);
-/// assert_eq!(shard_words(3, 300, 1, 2), 0..300);
-/// assert_eq!(shard_words(3, 300, 0, 1), 0..300);
+/// assert_eq!(shard_words(0, 300, 0), 0..300);
+/// assert_eq!(shard_words(0, 300, 1), 0..0);
 /// ```
-pub fn shard_words(level: u32, words: usize, me: usize, peers: usize) -> Range<usize> {
-    if peers <= 1 || level as usize % peers == me {
+pub fn shard_words(owner: usize, words: usize, me: usize) -> Range<usize> {
+    if owner == me {
         0..words
     } else {
         0..0

@@ -524,7 +524,8 @@ impl LocalState {
                 let words = f.bits().words();
                 if sharded {
                     for (dest, v) in per_dest.iter_mut().enumerate() {
-                        let range = shard_words(level, words.len(), dest, peers);
+                        let owner = self.config.level_owner(level, peers);
+                        let range = shard_words(owner, words.len(), dest);
                         if let Some(d) = DeltaWords::encode(&changed, words, range) {
                             v.push(LevelDelta {
                                 partition: p,

@@ -1,6 +1,7 @@
 //! The index configuration: epochs, partitions, filter sizes and where the merged state lives.
 
 use crate::error::{Error, Result};
+use crate::share;
 use chronobloom_core::bloom::{Layout, BLOCK_BITS};
 use chronobloom_core::temporal::{Allocation, Pbf2, Tick, TimeRange};
 use serde::{Deserialize, Serialize};
@@ -12,8 +13,8 @@ pub enum Placement {
     /// worker and queries are answered where they enter.
     #[default]
     Replicated,
-    /// Each worker owns whole levels, level `l` worker `l mod peers`
-    /// ([`crate::delta::shard_words`]); deltas are routed to the owners (records shipped as
+    /// Each worker owns whole levels ([`IndexConfig::level_owner`], level `l` on worker
+    /// `l mod peers` by default); deltas are routed to the owners (records shipped as
     /// hashes go to every worker, which inserts its own levels), a query is sent to every
     /// owner and answered by ANDing their per-probe answers, and owners exchange block hashes so
     /// every worker emits the replicated placement's digest.
@@ -63,6 +64,7 @@ pub struct IndexConfig {
     allocation_lag: AllocationLag,
     layout: Layout,
     resolution: Tick,
+    lead_share: u32,
 }
 
 /// The serialized form of an [`IndexConfig`].
@@ -82,6 +84,13 @@ struct IndexConfigFields {
     layout: Layout,
     #[serde(default = "one_tick")]
     resolution: Tick,
+    #[serde(default = "even")]
+    lead_share: u32,
+}
+
+/// The lead share of a configuration serialized before it had one.
+fn even() -> u32 {
+    share::EVEN
 }
 
 /// The resolution of a configuration serialized before it had one.
@@ -97,6 +106,7 @@ impl TryFrom<IndexConfigFields> for IndexConfig {
             .partition_len(f.partition_len)
             .partitions(f.partitions)
             .resolution(f.resolution)
+            .lead_share(f.lead_share)
             .allocation(f.allocation)
             .seed(f.seed)
             .placement(f.placement)
@@ -166,6 +176,20 @@ impl IndexConfig {
     /// so a query over them misses nothing the ticks would find.
     pub fn points_of(&self, local: TimeRange) -> TimeRange {
         TimeRange::new(self.point(local.start()), self.point(local.end())).unwrap_or(local)
+    }
+
+    /// Worker 0's part of the levels in the sharded placement, in percent of every other
+    /// worker's.
+    pub fn lead_share(&self) -> u32 {
+        self.lead_share
+    }
+
+    /// The worker of `peers` owning level `level` in the sharded placement
+    /// ([`crate::share::owner`] over the levels with [`Self::lead_share`]; level `l` on worker
+    /// `l mod peers` by default).
+    pub fn level_owner(&self, level: u32, peers: usize) -> usize {
+        let levels = self.allocation.shapes().len() as u32;
+        share::owner(level, levels, peers, self.lead_share)
     }
 
     /// The first tick no partition covers: `partitions * partition_len`.
@@ -275,6 +299,7 @@ pub struct IndexConfigBuilder {
     partition_len: Option<Tick>,
     partitions: Option<u64>,
     resolution: Option<Tick>,
+    lead_share: Option<u32>,
     bits: Option<u64>,
     hashes: Option<u32>,
     allocation: Option<Allocation>,
@@ -328,6 +353,14 @@ impl IndexConfigBuilder {
     /// ```
     pub fn resolution(mut self, ticks: Tick) -> Self {
         self.resolution = Some(ticks);
+        self
+    }
+
+    /// Worker 0's part of the levels in the sharded placement, in percent of every other
+    /// worker's (1..=100; default 100, an even split): a smaller part when worker 0 also reads
+    /// the whole input balances the workers. Every worker and process must use the same.
+    pub fn lead_share(mut self, percent: u32) -> Self {
+        self.lead_share = Some(percent);
         self
     }
 
@@ -505,6 +538,14 @@ impl IndexConfigBuilder {
                 ),
             ));
         }
+        let lead_share = self.lead_share.unwrap_or(share::EVEN);
+        if !(1..=share::EVEN).contains(&lead_share) {
+            return Err(Error::config(
+                "index",
+                "lead_share",
+                format!("{lead_share}% is outside 1..=100"),
+            ));
+        }
         let max_buffered = self.max_buffered.unwrap_or(DEFAULT_MAX_BUFFERED);
         if max_buffered == 0 {
             return Err(Error::config(
@@ -518,6 +559,7 @@ impl IndexConfigBuilder {
             partition_len,
             partitions,
             resolution,
+            lead_share,
             allocation,
             seed: self.seed,
             placement: self.placement,

@@ -63,6 +63,8 @@ fn resolution_counts_levels_and_points() {
     // an allocation for the tick-resolution PBF-2 does not fit the coarser one
     assert!(!coarse.fits(fine.allocation()));
     refused(base().resolution(0), "resolution");
+    refused(base().lead_share(0), "lead_share");
+    refused(base().lead_share(101), "lead_share");
     refused(base().resolution(30), "resolution");
     refused(base().resolution(200), "resolution");
 }

@@ -1,5 +1,5 @@
 //! The merged state: every partition's PBF-2 as one worker holds it — all of it when replicated,
-//! the whole levels the worker owns when sharded (level `l` on worker `l mod peers`).
+//! the whole levels the worker owns when sharded ([`IndexConfig::level_owner`]).
 
 use super::config::IndexConfig;
 use super::delta::{shard_words, DeltaWords, EpochRecords, LevelDelta, BLOCK_WORDS};
@@ -69,8 +69,8 @@ struct LevelShard {
 const DENSE_GROUP: usize = 16;
 
 impl LevelShard {
-    fn new(shape: FilterShape, layout: Layout, level: u32, me: usize, peers: usize) -> Self {
-        let range = shard_words(level, shape.bits.div_ceil(64) as usize, me, peers);
+    fn new(shape: FilterShape, layout: Layout, owner: usize, me: usize) -> Self {
+        let range = shard_words(owner, shape.bits.div_ceil(64) as usize, me);
         let blocks = range.len().div_ceil(BLOCK_WORDS);
         let modulus = match layout {
             Layout::Standard => FastMod::new(shape.bits),
@@ -609,7 +609,12 @@ impl MergedState {
                 .iter()
                 .enumerate()
                 .map(|(l, &s)| {
-                    LevelShard::new(s, self.config.layout(), l as u32, self.me, self.peers)
+                    LevelShard::new(
+                        s,
+                        self.config.layout(),
+                        self.config.level_owner(l as u32, self.peers),
+                        self.me,
+                    )
                 })
                 .collect();
             self.partitions.insert(
