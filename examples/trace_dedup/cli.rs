@@ -123,7 +123,7 @@ pub struct Args {
     pub reader_share: u32,
     /// Epochs a reader may run ahead of the dataflow's output (bounds the records in flight; more
     /// hides the latency between processes).
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..))]
     pub in_flight: u64,
     /// Hash seed.
     #[arg(long, default_value_t = 0)]
