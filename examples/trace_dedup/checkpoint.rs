@@ -219,7 +219,7 @@ fn fingerprint(args: &Args) -> u64 {
         .map(|p| (p.clone(), std::fs::metadata(p).map_or(0, |m| m.len())))
         .collect();
     let text = format!(
-        "v3 {inputs:?} {:?} {:?} {} {:?} {:?} {} {:?} {} {:?} {:?} {:?} {:?} {} {} {:?} {} {:?} {:?} {} {} {} {} {} {}",
+        "v4 {inputs:?} {:?} {:?} {} {:?} {:?} {} {:?} {} {:?} {:?} {:?} {:?} {} {} {:?} {} {:?} {:?} {} {} {} {} {} {}",
         args.synthetic,
         args.synthetic_span,
         args.steady,
