@@ -1,13 +1,19 @@
 //! A deterministic synthetic event stream: a diurnal arrival rate, clients with Zipf popularity,
 //! and sessions in which a client repeats requests in bursts (the temporal locality real traffic
 //! has). The same seed gives the same stream on every machine: all randomness comes from
-//! [`mix64`] over a counter.
+//! [`mix64`] over counters — one for opening sessions, and one per session for its events — so
+//! a generator can keep only some clients' sessions ([`Synth::keeping`]) and produce exactly
+//! their events without generating anyone else's: workers generate disjoint parts of one stream.
 //!
 //! ```
 //! use chronobloom::synth::{Synth, SynthConfig};
-//! let events: Vec<_> = Synth::new(SynthConfig { records: 1000, ..SynthConfig::default() }).unwrap().collect();
+//! let cfg = SynthConfig { records: 1000, ..SynthConfig::default() };
+//! let events: Vec<_> = Synth::new(cfg.clone()).unwrap().collect();
 //! assert_eq!(events.len(), 1000);
 //! assert!(events.windows(2).all(|w| w[0].tick <= w[1].tick));
+//! // the even clients' part is the full stream's even-client events
+//! let even: Vec<_> = Synth::keeping(cfg, |c| c % 2 == 0).unwrap().collect();
+//! assert_eq!(even, events.iter().copied().filter(|e| e.client % 2 == 0).collect::<Vec<_>>());
 //! ```
 
 use chronobloom_core::hash::mix64;
@@ -18,9 +24,10 @@ use std::collections::BinaryHeap;
 /// What to generate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SynthConfig {
-    /// Number of events.
+    /// Number of events: sessions open until their lengths sum to it (the last one cut short).
     pub records: u64,
-    /// Time span in ticks; events are spread over `0..span`.
+    /// Time span in ticks; events are spread over about `0..span` (sessions arrive at the rate
+    /// that fills it; the last ones may end a little past it).
     pub span: u64,
     /// Ticks in one day (the diurnal period); the rate peaks mid-day at `1 + diurnal` times its
     /// trough level.
@@ -62,20 +69,46 @@ pub struct Event {
     pub tick: u64,
     /// Who: a client id in `0..clients`.
     pub client: u64,
+    /// Which: unique in the stream, the same in every part of it (the session's opening order
+    /// times 2^24 plus the event's place in its session).
+    pub seq: u64,
 }
 
-/// The generator: an iterator of events in tick order.
-#[derive(Debug, Clone)]
+/// Events of one session at most (its place fits the low 24 bits of [`Event::seq`]).
+const MAX_SESSION: u64 = 1 << 24;
+
+/// An open session: (next tick, order of opening, client, events done, events left).
+type Session = (u64, u64, u64, u64, u64);
+
+/// Which clients' sessions a generator keeps.
+type Keep = std::sync::Arc<dyn Fn(u64) -> bool + Send + Sync>;
+
+/// The generator: an iterator of events in tick order (ties in session opening order).
+#[derive(Clone)]
 pub struct Synth {
     cfg: SynthConfig,
     zipf_cdf: Vec<f64>,
     counter: u64,
-    emitted: u64,
-    /// Open sessions: (next tick, order of opening, client, events left), earliest first.
-    open: BinaryHeap<Reverse<(u64, u64, u64, u64)>>,
+    /// Events of the sessions opened so far (kept or not), at most `records`.
+    planned: u64,
+    /// Open kept sessions, earliest first.
+    open: BinaryHeap<Reverse<Session>>,
     opened: u64,
     next_session: f64,
     sessions_per_tick: f64,
+    keep: Option<Keep>,
+}
+
+impl std::fmt::Debug for Synth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Synth")
+            .field("cfg", &self.cfg)
+            .field("planned", &self.planned)
+            .field("opened", &self.opened)
+            .field("open", &self.open.len())
+            .field("partial", &self.keep.is_some())
+            .finish()
+    }
 }
 
 impl Synth {
@@ -112,12 +145,31 @@ impl Synth {
             cfg,
             zipf_cdf,
             counter: 0,
-            emitted: 0,
+            planned: 0,
             open: BinaryHeap::new(),
             opened: 0,
             next_session: 0.0,
             sessions_per_tick,
+            keep: None,
         })
+    }
+
+    /// The part of [`Synth::new`]'s stream whose clients `keep` accepts, in the same order:
+    /// every session is opened (a few draws), only kept ones produce events.
+    pub fn keeping(
+        cfg: SynthConfig,
+        keep: impl Fn(u64) -> bool + Send + Sync + 'static,
+    ) -> Result<Self> {
+        let mut s = Synth::new(cfg)?;
+        s.keep = Some(std::sync::Arc::new(keep));
+        Ok(s)
+    }
+
+    /// A uniform draw in [0, 1) for event `i` of the session opened `order`-th: its own counter,
+    /// apart from the opening draws'.
+    fn session_uniform(&self, order: u64, i: u64) -> f64 {
+        let x = mix64(order ^ self.cfg.seed.wrapping_mul(0xd6e8_feb8_6659_fd93)) ^ i;
+        (mix64(x.wrapping_add(0x632b_e59b_d9b4_e019)) >> 11) as f64 / (1u64 << 53) as f64
     }
 
     fn uniform(&mut self) -> f64 {
@@ -136,20 +188,23 @@ impl Synth {
         1.0 - self.cfg.diurnal * phase.cos()
     }
 
-    /// Opens sessions until the next session start lies after `until`.
+    /// Opens sessions until the next session start lies after `until`, or every event is
+    /// planned.
     fn open_sessions_until(&mut self, until: u64) {
-        while self.next_session <= until as f64 && (self.next_session as u64) < self.cfg.span {
+        while self.next_session <= until as f64 && self.planned < self.cfg.records {
             let start = self.next_session as u64;
             let u = self.uniform();
-            let client = self.zipf_cdf.partition_point(|&c| c < u) as u64;
-            let len = 1 + self.exponential(self.cfg.session_len - 1.0).round() as u64;
+            let client =
+                (self.zipf_cdf.partition_point(|&c| c < u) as u64).min(self.cfg.clients - 1);
+            let len = (1 + self.exponential(self.cfg.session_len - 1.0).round() as u64)
+                .min(MAX_SESSION)
+                .min(self.cfg.records - self.planned);
+            self.planned += len;
             self.opened += 1;
-            self.open.push(Reverse((
-                start,
-                self.opened,
-                client.min(self.cfg.clients - 1),
-                len,
-            )));
+            if self.keep.as_ref().is_none_or(|k| k(client)) {
+                self.open
+                    .push(Reverse((start, self.opened, client, 0, len)));
+            }
             // Thinning by the diurnal rate: sessions arrive faster at the daily peak.
             let gap = self.exponential(1.0 / self.sessions_per_tick) / self.rate(self.next_session);
             self.next_session += gap.max(1e-9);
@@ -160,25 +215,34 @@ impl Synth {
 impl Iterator for Synth {
     type Item = Event;
 
-    /// The next event; the stream ends after `records` events or at the end of the span.
+    /// The next event; the stream ends after `records` events.
     fn next(&mut self) -> Option<Event> {
-        if self.emitted >= self.cfg.records {
-            return None;
-        }
-        let earliest = self
-            .open
-            .peek()
-            .map_or(self.next_session.ceil() as u64, |s| s.0 .0);
-        self.open_sessions_until(earliest);
-        let Reverse((tick, order, client, left)) = self.open.pop()?;
-        if left > 1 {
-            let next = tick + self.exponential(self.cfg.session_gap).round() as u64;
-            if next < self.cfg.span {
-                self.open.push(Reverse((next, order, client, left - 1)));
+        loop {
+            let earliest = self
+                .open
+                .peek()
+                .map_or(self.next_session.ceil() as u64, |s| s.0 .0);
+            self.open_sessions_until(earliest);
+            if let Some(Reverse((tick, order, client, done, left))) = self.open.pop() {
+                if left > 1 {
+                    let u = self.session_uniform(order, done);
+                    let gap = (-self.cfg.session_gap * (1.0 - u).ln()).round() as u64;
+                    self.open
+                        .push(Reverse((tick + gap, order, client, done + 1, left - 1)));
+                }
+                return Some(Event {
+                    tick,
+                    client,
+                    seq: order * MAX_SESSION + done,
+                });
             }
+            // nothing kept is open: more sessions, unless every event is planned
+            if self.planned >= self.cfg.records {
+                return None;
+            }
+            let next = self.next_session.ceil().max(earliest as f64 + 1.0);
+            self.open_sessions_until(next as u64);
         }
-        self.emitted += 1;
-        Some(Event { tick, client })
     }
 }
 
@@ -198,4 +262,52 @@ pub fn splitmix(state: &mut u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parts kept by disjoint client sets are exactly the full stream's events of those clients,
+    /// in the same order; together they are the whole stream, whose places are unique; a
+    /// generator keeping nobody ends.
+    #[test]
+    fn parts_partition_the_stream() {
+        let cfg = SynthConfig {
+            records: 30_000,
+            span: 20_000,
+            day: 20_000,
+            clients: 500,
+            session_gap: 40.0,
+            seed: 9,
+            ..SynthConfig::default()
+        };
+        let full: Vec<Event> = Synth::new(cfg.clone()).into_iter().flatten().collect();
+        assert_eq!(full.len(), 30_000);
+        let mut seqs: Vec<u64> = full.iter().map(|e| e.seq).collect();
+        seqs.sort_unstable();
+        seqs.dedup();
+        assert_eq!(seqs.len(), full.len());
+        for parts in [2u64, 3, 7] {
+            let mut total = 0;
+            for p in 0..parts {
+                let part: Vec<Event> = Synth::keeping(cfg.clone(), move |c| c % parts == p)
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                let want: Vec<Event> = full
+                    .iter()
+                    .copied()
+                    .filter(|e| e.client % parts == p)
+                    .collect();
+                assert_eq!(part, want, "part {p} of {parts}");
+                total += part.len();
+            }
+            assert_eq!(total, full.len());
+        }
+        assert_eq!(
+            Synth::keeping(cfg, |_| false).into_iter().flatten().count(),
+            0
+        );
+    }
 }

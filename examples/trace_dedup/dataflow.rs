@@ -4,8 +4,8 @@
 //! and with `--verify`/`--out` the passed records) is exchanged to it.
 
 use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
-use crate::source::{Plan, Rec};
-use chronobloom::core::hash::Prehashed;
+use crate::source::{Mine, Plan, Rec};
+use chronobloom::core::hash::{KeyHash, Prehashed};
 use chronobloom::core::temporal::{Tick, TimeRange};
 use chronobloom::operators::checkpoint::CheckpointError;
 use chronobloom::operators::dedup::stats::DedupStats;
@@ -272,7 +272,13 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         let epoch = job.dedup.epoch_len();
         let bar = progress_bar(job.progress && me == 0);
         let start = Instant::now();
-        let mut reader = job.plan.reader(me, peers, false);
+        // This worker's records: all it reads, and of the synthetic trace the flows of the keys
+        // it owns (generated here, so none travels).
+        let mine: Mine = {
+            let dedup = job.dedup.clone();
+            Arc::new(move |k: &FlowKey| dedup.worker_of(KeyHash::of(k, seed), peers) == me)
+        };
+        let mut reader = job.plan.reader(me, peers, Some(mine));
         let mut tally = WorkerTally::default();
         let (mut open, mut last_tick) = (resume_at / epoch, 0);
         r_in.advance_to(resume_at);

@@ -30,7 +30,7 @@ pub fn run(plan: &Plan, window: u64) -> Result<Exact, TraceError> {
     let mut last: HashMap<u128, u64> = HashMap::new();
     let mut out = Exact::default();
     let mut next_sweep = sweep_every;
-    let mut reader = plan.reader(0, 1, true);
+    let mut reader = plan.reader(0, 1, None);
     for rec in reader.by_ref() {
         let rec = rec?;
         if rec.tick >= next_sweep {

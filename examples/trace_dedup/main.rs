@@ -260,7 +260,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
     let dropped = totals.dropped;
     // The whole input again, for the exact answers and `--out` (not part of the timed job).
     let all: Option<Vec<source::Rec>> = (args.verify || args.out.is_some())
-        .then(|| plan.reader(0, 1, true).collect::<Result<Vec<_>, _>>())
+        .then(|| plan.reader(0, 1, None).collect::<Result<Vec<_>, _>>())
         .transpose()?;
     let passed = all.as_ref().map(|all| {
         let set: std::collections::HashSet<u64> = g.report.passed.iter().copied().collect();

@@ -32,20 +32,23 @@ impl Verdict {
     }
 }
 
-/// Compares the records that passed (`passed[seq]`) with the exact rule: a record at tick t must
+/// Compares the records that passed (`passed[i]` for `records[i]`) with the exact rule: a record at tick t must
 /// be dropped if its key was seen in (t − window, t], must pass if it was not seen in
 /// (t − window − slack, t], and may do either in between. Several records of one key at one
 /// tick are one decision: the first passes, the others are duplicates; the filters may pick a
 /// different one of them, so decisions are compared per (key, tick).
 pub fn verify(records: &[Rec], passed: &[bool], window: u64, slack: u64) -> Verdict {
-    let mut order: Vec<&Rec> = records.iter().collect();
-    order.sort_by_key(|r| (r.tick, r.seq));
+    let mut order: Vec<(&Rec, bool)> = records
+        .iter()
+        .zip(passed.iter().copied().chain(std::iter::repeat(false)))
+        .collect();
+    order.sort_by_key(|(r, _)| (r.tick, r.seq));
     let mut last: HashMap<FlowKey, u64> = HashMap::new();
     // (key, tick) → (must drop, must pass, records passed)
     let mut groups: HashMap<(FlowKey, u64), (bool, bool, u64)> = HashMap::new();
     let mut live = LiveKeys::default();
     let mut v = Verdict::default();
-    for r in order {
+    for (r, did_pass) in order {
         let prev = last.get(&r.key).copied();
         let g = groups.entry((r.key, r.tick)).or_insert_with(|| {
             // A new group: any earlier occurrence is at an earlier tick.
@@ -53,7 +56,7 @@ pub fn verify(records: &[Rec], passed: &[bool], window: u64, slack: u64) -> Verd
             let forgotten = prev.is_none_or(|p| p.saturating_add(window + slack) <= r.tick);
             (seen, forgotten, 0)
         });
-        g.2 += u64::from(passed.get(r.seq as usize).copied().unwrap_or(false));
+        g.2 += u64::from(did_pass);
         last.insert(r.key, r.tick);
         live.seen(prev, r.tick, window);
         v.peak_window_keys = v.peak_window_keys.max(live.count);
