@@ -1846,6 +1846,10 @@ fn j12_numeric_flags_out_of_range_refused() {
         "error: invalid value '0' for '--synthetic <SYNTHETIC>': 0 is not in 1..18446744073709551615",
     );
     job_refuses(
+        &["--in-flight-records", "0"],
+        "error: invalid value '0' for '--in-flight-records <IN_FLIGHT_RECORDS>': 0 is not in 1..18446744073709551615",
+    );
+    job_refuses(
         &["--reader-share", "0"],
         "error: invalid value '0' for '--reader-share <READER_SHARE>': 0 is not in 1..=100",
     );

@@ -297,7 +297,10 @@ fn several_captures_are_split_over_workers() {
         // every file's passed records count as passed (they were not before: 19.7% "false drops")
         let unique = r["exact_unique"].as_f64().unwrap();
         let drops = r["false_drops"].as_f64().unwrap();
-        assert!(drops <= upper_99(unique, 0.01), "-w {w}: {drops} of {unique}");
+        assert!(
+            drops <= upper_99(unique, 0.01),
+            "-w {w}: {drops} of {unique}"
+        );
         outcomes.push((
             r["records"].clone(),
             r["unique_out"].clone(),

@@ -123,8 +123,12 @@ pub struct Args {
     pub reader_share: u32,
     /// Epochs a reader may run ahead of the dataflow's output (bounds the records in flight; more
     /// hides the latency between processes).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
     pub in_flight: u64,
+    /// Records a reader may have read in the epochs not yet through the dataflow (bounds the
+    /// buffers of a dense input when a worker lags the reader).
+    #[arg(long, default_value_t = 1 << 17, value_parser = clap::value_parser!(u64).range(1..))]
+    pub in_flight_records: u64,
     /// Hash seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

@@ -4,6 +4,7 @@
 //! and with `--verify`/`--out` the passed records) is exchanged to it.
 
 use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
+use crate::inflight::InFlight;
 use crate::source::{Mine, Plan, Rec};
 use chronobloom::core::hash::{KeyHash, Prehashed};
 use chronobloom::core::temporal::{Tick, TimeRange};
@@ -41,6 +42,8 @@ pub struct Job {
     pub progress: bool,
     /// Epochs a reader may run ahead of the dataflow's output.
     pub in_flight: u64,
+    /// Records a reader may have read in the epochs not yet through the dataflow.
+    pub in_flight_records: u64,
     /// Checkpoint settings (`--checkpoint-dir`).
     pub checkpoints: Option<Checkpoints>,
     /// Records per second per process (0: unpaced).
@@ -290,6 +293,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         let mut mark = SourceMark::default();
         let pace = Pace::new(job.rate, peers);
         let (mut kept, mut sent) = (Vec::with_capacity(BATCH), Vec::with_capacity(BATCH));
+        let mut ahead = InFlight::new(job.in_flight, job.in_flight_records);
         for rec in reader.by_ref() {
             if error.is_some() {
                 break;
@@ -358,11 +362,11 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                     drop(gathered);
                     next_ckpt = Some(c.next_after(t.max(b)));
                 }
-                // At most `in_flight` epochs in flight: buffers stay bounded, and a round trip
-                // between processes per epoch is not waited for.
+                // At most `in_flight` epochs and `in_flight_records` records in flight: buffers
+                // stay bounded, and a round trip between processes per epoch is not waited for.
                 // Waiting parks the thread (after timely's short spin): on two cores a spinning
                 // worker takes the core a peer's reader or network thread needs.
-                let behind = e.saturating_sub(job.in_flight) * epoch;
+                let behind = ahead.begin(e) * epoch;
                 worker.step_or_park_while(None, || probe.less_than(&behind));
                 // every worker's statistics of the epochs before `behind` are in
                 out.borrow_mut()
@@ -374,6 +378,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             if ckpt.is_some() {
                 mark.add(rec.seq, rec.tick, hashed.hash().lo);
             }
+            ahead.record();
             if routed {
                 // below MAX_SHARDS (4096)
                 sent.push((rec.tick, shard as u16, D::of(&rec)));

@@ -16,6 +16,7 @@ mod cluster;
 mod dataflow;
 mod error;
 mod exact;
+mod inflight;
 mod peers;
 mod plot;
 mod source;
@@ -240,6 +241,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
         collect_epochs: args.plot.is_some(),
         progress: !args.json,
         in_flight: args.in_flight,
+        in_flight_records: args.in_flight_records,
     };
     let gathered = dataflow::run(job, timely_args).map_err(JobError::Dataflow)?;
     let seconds_total = started.elapsed().as_secs_f64();
