@@ -1836,6 +1836,14 @@ fn j31_index_resolution_below_a_tick_or_not_dividing_an_hour_refused() {
 }
 
 #[test]
+fn j32_epoch_longer_than_2_pow_32_ticks_refused() {
+    job_says(
+        &["--epoch", "1200h"],
+        "--epoch 4320000s is 4320000000 ticks of --unit 1ms; at most 4294967296",
+    );
+}
+
+#[test]
 fn j12_numeric_flags_out_of_range_refused() {
     job_refuses(
         &["--in-flight", "0"],

@@ -24,6 +24,8 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::Map;
 use timely::dataflow::operators::{Concat, Exchange, Input, Inspect, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
@@ -85,7 +87,7 @@ pub struct Gathered {
 /// A record as it travels: the key, and its position in the input when the passed records are
 /// collected.
 trait JobRecord: ExchangeData + Clone {
-    /// Serialized bytes of a `(tick, record)` pair besides the key's own.
+    /// Serialized bytes of a record besides its key's (its position, when it carries one).
     const WIRE_EXTRA: u64;
     fn of(r: &Rec) -> Self;
     fn key(&self) -> FlowKey;
@@ -93,7 +95,7 @@ trait JobRecord: ExchangeData + Clone {
 }
 
 impl JobRecord for FlowKey {
-    const WIRE_EXTRA: u64 = 8;
+    const WIRE_EXTRA: u64 = 0;
     fn of(r: &Rec) -> Self {
         r.key
     }
@@ -106,7 +108,7 @@ impl JobRecord for FlowKey {
 }
 
 impl JobRecord for (u64, FlowKey) {
-    const WIRE_EXTRA: u64 = 16;
+    const WIRE_EXTRA: u64 = 8;
     fn of(r: &Rec) -> Self {
         (r.seq, r.key)
     }
@@ -133,8 +135,12 @@ fn flush<T: Clone + 'static>(
     }
 }
 
-/// Serialized bytes of the dedup shard a routed record travels with.
-const SHARD_BYTES: u64 = 2;
+/// A record routed to another worker: its tick's offset from its epoch's first tick (its
+/// timestamp), its dedup shard, and the record.
+type Routed<D> = (u32, u16, D);
+
+/// Serialized bytes of a routed record's offset and shard.
+const ROUTE_BYTES: u64 = 4 + 2;
 
 /// A record inside a worker: its position (when the passed records are collected, else 0) and
 /// its key, hashed once for routing, dedup and index.
@@ -182,17 +188,32 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             worker.dataflow::<u64, _, _>(|scope| {
                 // Records kept by their reader arrive hashed; records for other workers travel as
                 // read (the key, not its hash) with their dedup shard, which names the worker
-                // owning the key, and are hashed where they land.
+                // owning the key, and their tick as an offset from their timestamp (the
+                // epoch's first tick), and are hashed where they land.
                 let (r_in, kept) = scope.new_input::<Vec<(Tick, Local)>>();
-                let (x_in, sent) = scope.new_input::<Vec<(Tick, u16, D)>>();
+                let (x_in, sent) = scope.new_input::<Vec<Routed<D>>>();
                 let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
                 let (t_in, tallies) = scope.new_input::<Vec<WorkerTally>>();
                 let owners = owners.clone();
                 let records = kept.concat(
-                    sent.exchange(move |&(_, shard, _): &(Tick, u16, D)| {
+                    sent.exchange(move |&(_, shard, _): &Routed<D>| {
                         owners.get(usize::from(shard)).copied().unwrap_or(0)
                     })
-                    .map(move |(t, _, d)| (t, (d.seq(), Prehashed::new(d.key(), seed)))),
+                    .unary(Pipeline, "Landed", move |_, _| {
+                        move |input, output| {
+                            input.for_each_stamp(|cap, data| {
+                                let Some(&start) = cap.least() else { return };
+                                let mut session = output.session(&cap);
+                                for batch in data {
+                                    for (offset, _, d) in batch.drain(..) {
+                                        let hashed = Prehashed::new(d.key(), seed);
+                                        session
+                                            .give((start + u64::from(offset), (d.seq(), hashed)));
+                                    }
+                                }
+                            });
+                        }
+                    }),
                 );
                 let key = |d: &Local| d.1;
                 let keyed = records.clone().map(|(t, d)| (t, d.1));
@@ -311,7 +332,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             let routed = route && owners.get(shard as usize).copied() != Some(me as u64);
             tally.raw_bytes += raw;
             if routed {
-                tally.routed_bytes += D::WIRE_EXTRA + SHARD_BYTES + rec.key.wire_len();
+                tally.routed_bytes += ROUTE_BYTES + D::WIRE_EXTRA + rec.key.wire_len();
             }
             tally.records += 1;
             last_tick = rec.tick;
@@ -380,8 +401,8 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             }
             ahead.record();
             if routed {
-                // below MAX_SHARDS (4096)
-                sent.push((rec.tick, shard as u16, D::of(&rec)));
+                // below MAX_SHARDS (4096); the epoch is at most 2^32 ticks long (main.rs)
+                sent.push(((rec.tick - e * epoch) as u32, shard as u16, D::of(&rec)));
                 if sent.len() == BATCH {
                     flush(&mut sent, &mut x_in);
                 }

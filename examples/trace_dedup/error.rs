@@ -21,6 +21,17 @@ pub enum JobError {
         /// The tick length.
         unit: Duration,
     },
+    /// An epoch longer than 2^32 ticks (a routed record carries its tick as a 32-bit offset in
+    /// its epoch).
+    #[error("--epoch {value:?} is {ticks} ticks of --unit {unit:?}; at most 4294967296")]
+    EpochTooLong {
+        /// Its value.
+        value: Duration,
+        /// Its ticks.
+        ticks: u64,
+        /// The tick length.
+        unit: Duration,
+    },
     /// A flag the dedup or index configuration refused.
     #[error("{flag} {value}: {source}")]
     Config {

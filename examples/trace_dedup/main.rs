@@ -180,6 +180,13 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
     Ticker::new(args.unit, args.lateness)?; // --unit first: the ticks below divide by it
     let window = at_least_one_tick("window", args.window, args.unit)?;
     let epoch = at_least_one_tick("epoch", args.epoch, args.unit)?;
+    if epoch > 1 << 32 {
+        return Err(JobError::EpochTooLong {
+            value: args.epoch,
+            ticks: epoch,
+            unit: args.unit,
+        });
+    }
     // The configurations, checked before any input is read (with `--exact` too).
     let (dedup, index) =
         configs(args, window, epoch, args.reader_share).map_err(|e| flag_error(e, args))?;
