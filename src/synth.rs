@@ -26,8 +26,8 @@ use std::collections::BinaryHeap;
 pub struct SynthConfig {
     /// Number of events: sessions open until their lengths sum to it (the last one cut short).
     pub records: u64,
-    /// Time span in ticks; events are spread over about `0..span` (sessions arrive at the rate
-    /// that fills it; the last ones may end a little past it).
+    /// Time span in ticks; events are spread over `0..span` (sessions arrive at the rate that
+    /// fills it; events of the last ones that would fall past it are placed at its last tick).
     pub span: u64,
     /// Ticks in one day (the diurnal period); the rate peaks mid-day at `1 + diurnal` times its
     /// trough level.
@@ -192,7 +192,8 @@ impl Synth {
     /// planned.
     fn open_sessions_until(&mut self, until: u64) {
         while self.next_session <= until as f64 && self.planned < self.cfg.records {
-            let start = self.next_session as u64;
+            // at the span's last tick at the latest, like every event
+            let start = (self.next_session as u64).min(self.cfg.span - 1);
             let u = self.uniform();
             let client =
                 (self.zipf_cdf.partition_point(|&c| c < u) as u64).min(self.cfg.clients - 1);
@@ -227,13 +228,19 @@ impl Iterator for Synth {
                 if left > 1 {
                     let u = self.session_uniform(order, done);
                     let gap = (-self.cfg.session_gap * (1.0 - u).ln()).round() as u64;
-                    self.open
-                        .push(Reverse((tick + gap, order, client, done + 1, left - 1)));
+                    self.open.push(Reverse((
+                        tick.saturating_add(gap).min(self.cfg.span - 1),
+                        order,
+                        client,
+                        done + 1,
+                        left - 1,
+                    )));
                 }
                 return Some(Event {
                     tick,
                     client,
-                    seq: order * MAX_SESSION + done,
+                    // unique below 2^40 sessions (a trillion; wraps, never panics, past that)
+                    seq: order.wrapping_mul(MAX_SESSION).wrapping_add(done),
                 });
             }
             // nothing kept is open: more sessions, unless every event is planned
