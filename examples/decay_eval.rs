@@ -21,7 +21,13 @@
 //! frequency over the whole file and `D(j)` measured on the stream and interpolated (eq. 18),
 //! as §6.4.2 does. Malformed input exits with code 2.
 //!
-//! `--prior recency` (or `both`) adds the row `btbf_inferential_recency`: the inferential BTBF
+//! `--prior` takes a list of the inferential BTBF's priors, one row each (default
+//! `frequency,floored`). `frequency` is the stream's `p_x` above, row `btbf_inferential`.
+//! `floored` is row `btbf_inferential_floored`: the stream's `p_x` floored by one `p` for every
+//! item learned online from the filter's own posteriors before insertions ([`AnswerRatePrior`]:
+//! two registers, outside the budget as the BTBF's clock is), so that an item whose rate in a
+//! burst is far above its long-run frequency is not taken for absent while it is in the window.
+//! `recency` is row `btbf_inferential_recency`: the inferential BTBF
 //! with `p_x` from a [`RecencySketch`] learned online (query, then insert; it never reads
 //! ahead) instead of the stream's `p_x`. The sketch's counters are counted in the budget: with a
 //! share `s` of `bits_per_item · w` bits, the sketch takes at most `s · bits_per_item · w` bits and
@@ -30,8 +36,12 @@
 
 use chronobloom::core::decay::baselines::{prior_only, SimpleBuffer};
 use chronobloom::core::decay::decision::Penalties;
-use chronobloom::core::decay::prior::{harmonic, DistinctModel, FrequencyTable, SampleProbability};
-use chronobloom::core::decay::{Btbf, BtbfInference, BtbfShape, Gbf, GbfInference, RecencySketch};
+use chronobloom::core::decay::prior::{
+    harmonic, AtLeast, DistinctModel, FnProbability, FrequencyTable, SampleProbability,
+};
+use chronobloom::core::decay::{
+    AnswerRatePrior, Btbf, BtbfInference, BtbfShape, Gbf, GbfInference, RecencySketch,
+};
 use chronobloom::core::hash::{mix64, KeyHash};
 use clap::{Parser, ValueEnum};
 use serde::Serialize;
@@ -54,11 +64,12 @@ enum PriorKind {
     /// The stream's `p_x`: the exact law of a synthetic stream, the frequency over the whole
     /// file for a CSV (§6.4.2). Row `btbf_inferential`.
     Frequency,
+    /// The stream's `p_x`, floored by one `p` learned online from the mean of the filter's
+    /// posteriors before insertions. Row `btbf_inferential_floored`.
+    Floored,
     /// A recency sketch learned online inside the filter's budget. Row
     /// `btbf_inferential_recency`.
     Recency,
-    /// Both rows.
-    Both,
 }
 
 /// Paper 004 §6: penalties of standard and inferential decaying filters.
@@ -92,10 +103,16 @@ struct Args {
     /// hands most queries to the exact O(m/k) direct sum, which is slow.
     #[arg(long, default_value_t = 14)]
     gbf_k_max: u32,
-    /// The prior of the inferential BTBF (frequency: row `btbf_inferential`; recency: row
-    /// `btbf_inferential_recency`, a sketch of recent counts sharing the filter's bits).
-    #[arg(long, value_enum, default_value = "frequency")]
-    prior: PriorKind,
+    /// The priors of the inferential BTBF, a row each (frequency: row `btbf_inferential`;
+    /// floored: row `btbf_inferential_floored`; recency: row `btbf_inferential_recency`, a
+    /// sketch of recent counts sharing the filter's bits).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "frequency,floored"
+    )]
+    prior: Vec<PriorKind>,
     /// Shares of `bits_per_item · w` tried for the recency sketch (the BTBF gets the rest).
     #[arg(long, value_delimiter = ',', default_value = "0.125,0.25,0.5")]
     prior_share: Vec<f64>,
@@ -232,6 +249,23 @@ impl Candidate for RecencyCandidate {
     fn insert(&mut self, h: KeyHash) {
         self.0.insert_hash(h);
         self.2.insert_hash(h);
+    }
+}
+
+/// The inferential BTBF with the stream's `p_x` floored by an [`AnswerRatePrior`], which learns
+/// from the posteriors under its own `p` before each insertion.
+struct FlooredCandidate(Btbf, BtbfInference, AnswerRatePrior);
+impl Candidate for FlooredCandidate {
+    fn answer(&self, h: KeyHash, p: f64) -> (Option<bool>, f64) {
+        let obs = self.0.observe_hash(h);
+        let floored = AtLeast(FnProbability(|_| p), &self.2).p_x(h);
+        (Some(obs.oldest.is_some()), self.1.posterior(&obs, floored))
+    }
+    fn insert(&mut self, h: KeyHash) {
+        // query, then insert, through the warm-up too
+        let obs = self.0.observe_hash(h);
+        self.2.observe(self.1.posterior(&obs, self.2.p()));
+        self.0.insert_hash(h);
     }
 }
 
@@ -501,7 +535,8 @@ fn evaluate(args: &Args, stream: &Stream) -> Result<Report, String> {
         penalties,
         truth,
     };
-    if args.prior != PriorKind::Frequency {
+    let has = |kind| args.prior.contains(&kind);
+    if has(PriorKind::Recency) {
         recency_grid(args)?; // bad sketch parameters fail before the long runs
     }
     let (_, prior) = setup.run(&mut PriorCandidate(w));
@@ -521,14 +556,20 @@ fn evaluate(args: &Args, stream: &Stream) -> Result<Report, String> {
     rows.push(row("prior_only", 0, 0, &prior, None, true));
     for &bpi in &args.bits_per_item {
         let bits = bpi * w;
-        let (mut btbf, mut btbf_inf, mut gbf, mut gbf_inf, mut buffer) =
-            (None, None, None, None, None);
+        let (mut btbf, mut btbf_inf, mut btbf_floored, mut gbf, mut gbf_inf, mut buffer) =
+            (None, None, None, None, None, None);
         for k in 1..=args.btbf_k_max.clamp(1, 32) {
             let Ok(shape) = BtbfShape::for_bits(w, bits, k) else {
                 continue;
             };
             let filter = Btbf::new(shape, args.seed).map_err(|e| e.to_string())?;
             let inf = BtbfInference::new(shape, stream.distinct.clone());
+            if has(PriorKind::Floored) {
+                let rate = AnswerRatePrior::new(w).map_err(|e| e.to_string())?;
+                let mut candidate = FlooredCandidate(filter.clone(), inf.clone(), rate);
+                let (_, i) = setup.run(&mut candidate);
+                keep_best(&mut btbf_floored, k, i);
+            }
             let (s, i) = setup.run(&mut BtbfCandidate(filter, inf));
             keep_best(&mut btbf, k, s);
             keep_best(&mut btbf_inf, k, i);
@@ -553,14 +594,19 @@ fn evaluate(args: &Args, stream: &Stream) -> Result<Report, String> {
         let (gk, g) = gbf.ok_or_else(missing)?;
         let (gik, gi) = gbf_inf.ok_or_else(missing)?;
         rows.push(row("btbf", bpi, bk, &b, None, false));
-        if args.prior != PriorKind::Recency {
+        if has(PriorKind::Frequency) {
             rows.push(row("btbf_inferential", bpi, bik, &bi, Some(&b), true));
         }
+        if let Some((fk, f)) = &btbf_floored {
+            rows.push(row("btbf_inferential_floored", bpi, *fk, f, Some(&b), true));
+        }
         // no row when no sketch of the grid leaves room for a BTBF at this size
-        if let Some(((rk, choice), r)) = match args.prior {
-            PriorKind::Frequency => None,
-            _ => best_recency(args, &setup, bits)?,
-        } {
+        let recency = if has(PriorKind::Recency) {
+            best_recency(args, &setup, bits)?
+        } else {
+            None
+        };
+        if let Some(((rk, choice), r)) = recency {
             rows.push(Row {
                 recency: Some(choice),
                 ..row("btbf_inferential_recency", bpi, rk, &r, Some(&b), true)

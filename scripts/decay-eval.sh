@@ -3,8 +3,10 @@
 # the source IPs of both real captures (data/icmp_ttl.pcap: 924 addresses; data/real.pcap: 19)
 # and, as a more diverse real stream, the 5-tuples of data/real.pcap, writes
 # one JSON report per run to OUT_DIR, and prints a Markdown table per run (the tables of
-# docs/decay.md). Every run has both priors of the inferential BTBF (`--prior both`): the
-# stream's p_x (row btbf_inferential) and the recency sketch inside the filter's bits (row
+# docs/decay.md). Every run has the three priors of the inferential BTBF
+# (`--prior frequency,floored,recency`): the stream's p_x (row btbf_inferential), the same
+# floored by one p learned online from the filter's own posteriors (row
+# btbf_inferential_floored) and the recency sketch inside the filter's bits (row
 # btbf_inferential_recency); the synthetic runs take about 5 minutes each on one core.
 #
 #   scripts/fetch-traces.sh     # once: data/real.pcap, data/icmp_ttl.pcap (GPL data, never committed)
@@ -37,7 +39,7 @@ bin="${ROOT}/target/release/examples"
 "${bin}/trace_keys" data/real.pcap 5tuple > "${OUT_DIR}/real_5tuple.csv"
 "${bin}/trace_keys" data/icmp_ttl.pcap src > "${OUT_DIR}/icmp_src.csv"
 
-common=(--bits-per-item "${BPI}" --seed "${SEED}" --prior both --json)
+common=(--bits-per-item "${BPI}" --seed "${SEED}" --prior frequency,floored,recency --json)
 run() {
   local name="$1"
   shift
@@ -57,15 +59,15 @@ for name in uniform zipf real_src_w16 real_src_w256 real_5tuple_w256 icmp_src_w1
     def r3: if . == null then "-" else (. * 1000 | round / 1000) end;
     def row($f): .rows[] | select(.filter == $f);
     "\n### \(.stream), w = \(.window), POS/NEG = \(.pos_neg_ratio | r3), \(.queries) queries\n",
-    "| bits/item | BTBF | inf. BTBF | inf./std BTBF | inf./std BTBF, recency prior | GBF | inf. GBF | inf./std GBF | buffer | post. err inf. BTBF |",
-    "|---|---|---|---|---|---|---|---|---|---|",
+    "| bits/item | BTBF | inf. BTBF | inf./std BTBF | inf./std BTBF, floored prior | inf./std BTBF, recency prior | GBF | inf. GBF | inf./std GBF | buffer | post. err inf. BTBF |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
     ( [.rows[] | .bits_per_item] | unique | map(select(. > 0)) ) as $bpis
     | . as $r
     | $bpis[]
     | . as $b
     | [ $r.rows[] | select(.bits_per_item == $b) ] as $rs
     | ($rs | map({(.filter): .}) | add) as $m
-    | "| \($b) | \($m.btbf.penalty_ratio | r3) | \($m.btbf_inferential.penalty_ratio | r3) | **\($m.btbf_inferential.vs_standard | r3)** | \($m.btbf_inferential_recency.vs_standard | r3) | \($m.gbf.penalty_ratio | r3) | \($m.gbf_inferential.penalty_ratio | r3) | \($m.gbf_inferential.vs_standard | r3) | \($m.buffer.penalty_ratio | r3) | \($m.btbf_inferential.posterior_error | r3) |"
+    | "| \($b) | \($m.btbf.penalty_ratio | r3) | \($m.btbf_inferential.penalty_ratio | r3) | **\($m.btbf_inferential.vs_standard | r3)** | \($m.btbf_inferential_floored.vs_standard | r3) | \($m.btbf_inferential_recency.vs_standard | r3) | \($m.gbf.penalty_ratio | r3) | \($m.gbf_inferential.penalty_ratio | r3) | \($m.gbf_inferential.vs_standard | r3) | \($m.buffer.penalty_ratio | r3) | \($m.btbf_inferential.posterior_error | r3) |"
   ' "${OUT_DIR}/${name}.json"
 done
 

@@ -10,7 +10,7 @@ mod binary;
 
 use chronobloom::core::bloom::{BlockedBloomFilter, BloomFilter, FilterShape, Layout};
 use chronobloom::core::decay::prior::ConstantProbability;
-use chronobloom::core::decay::{BtbfShape, RecencySketch};
+use chronobloom::core::decay::{AnswerRatePrior, BtbfShape, RecencySketch};
 use chronobloom::core::matrix::{MatrixBloom, MatrixLayout, MatrixPbf, MatrixShape, TupleStats};
 use chronobloom::core::sketch::{CountMinSketch, FmSketch};
 use chronobloom::core::temporal::{
@@ -490,6 +490,21 @@ fn c25_recency_sketch_parameters_refused() {
         RecencySketch::for_bits(4, 1, 16, 0.5, 0),
         CoreError::InvalidParameter { name: "bits", .. },
         "invalid parameter `bits`: 4 bits hold no row of 1 counters of 5 bits"
+    );
+}
+
+#[test]
+fn c26_answer_rate_prior_refused() {
+    refused!(
+        AnswerRatePrior::new(0),
+        CoreError::InvalidParameter { name: "window", .. },
+        "invalid parameter `window`: 0: must be at least 1"
+    );
+    // read back: a sum above the number of observations
+    refused_with!(
+        serde_json::from_str::<AnswerRatePrior>(r#"{"window":8,"sum":3.5,"observations":3}"#),
+        _,
+        "invalid parameter `answer rate`: a sum of 3.5 over 3 observations"
     );
 }
 

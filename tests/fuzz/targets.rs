@@ -13,7 +13,9 @@ use super::traces;
 use chronobloom::core::bloom::{BlockedBloomFilter, BloomFilter};
 use chronobloom::core::decay::baselines::SimpleBuffer;
 use chronobloom::core::decay::prior::{ConstantProbability, DistinctModel, FrequencyTable};
-use chronobloom::core::decay::{Btbf, BtbfInference, Gbf, GbfInference, RecencySketch, TimerArray};
+use chronobloom::core::decay::{
+    AnswerRatePrior, Btbf, BtbfInference, Gbf, GbfInference, RecencySketch, TimerArray,
+};
 use chronobloom::core::matrix::{MatrixBloom, MatrixPbf};
 use chronobloom::core::sketch::{CountMinSketch, FmSketch};
 use chronobloom::core::temporal::{Allocation, Pbf1, Pbf2, Sbf};
@@ -61,6 +63,7 @@ pub fn all() -> Vec<Target> {
         target::<ConstantProbability>("constant-probability"),
         target::<FrequencyTable>("frequency-table"),
         target::<RecencySketch>("recency-sketch"),
+        target::<AnswerRatePrior>("answer-rate-prior"),
         target::<FlowKey>("flow-key"),
         Target::new("checkpoint-file", checkpoints::files, checkpoints::file),
         Target::new(

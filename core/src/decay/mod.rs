@@ -3,8 +3,9 @@
 //!
 //! - Standard filters: the timing and block timing Bloom filters ([`Btbf`], §3) and the
 //!   generalized Bloom filter ([`Gbf`], §5).
-//! - Priors ([`prior`]): `p_x` supplies and `D(j)` models (eqs. 3–5, 15–18); a budgeted recency
-//!   prior learned online ([`RecencySketch`], not in the paper) for bursty streams.
+//! - Priors ([`prior`]): `p_x` supplies and `D(j)` models (eqs. 3–5, 15–18); two priors learned
+//!   online for bursty streams, not in the paper: a budgeted recency sketch ([`RecencySketch`])
+//!   and one `p` from the rate of the filter's own POS answers ([`AnswerRatePrior`]).
 //! - Inference: the sliding-window posterior `P(I_x < w | R_x)` of the BTBF
 //!   ([`BtbfInference`], Theorems 2–5 with the §4.4 caching), of the GBF ([`GbfInference`],
 //!   eq. 34) and of the classical Bloom filter ([`infer_bloom`], Theorem 1); retrospective
@@ -15,6 +16,7 @@
 //! The dedup operator's tick filter is the same timing Bloom filter with full-width cells and
 //! time (not insertion count) as its clock.
 
+mod answer_rate;
 pub mod baselines;
 mod btbf;
 pub mod decision;
@@ -28,6 +30,7 @@ pub mod retro;
 mod shape;
 mod timers;
 
+pub use answer_rate::AnswerRatePrior;
 pub use btbf::{Btbf, TimerObservation};
 pub use gbf::{Gbf, GbfObservation};
 pub use infer_btbf::{BtbfInference, ItemTerms};

@@ -75,6 +75,33 @@ impl<F: Fn(KeyHash) -> f64> SampleProbability for FnProbability<F> {
     }
 }
 
+/// The larger of two supplies' `p_x`: a per-item `p_x` (a frequency table, say) floored by a
+/// stream-wide one (an [`AnswerRatePrior`](super::AnswerRatePrior)), so that an item whose
+/// long-run frequency is far below its rate in a burst is not taken for absent while it is in
+/// the window.
+///
+/// ```
+/// use chronobloom_core::decay::prior::{AtLeast, ConstantProbability, SampleProbability};
+/// use chronobloom_core::hash::KeyHash;
+/// let rare = ConstantProbability::new(1e-6).unwrap();
+/// let floor = ConstantProbability::new(0.01).unwrap();
+/// assert_eq!(AtLeast(&rare, &floor).p_x(KeyHash::of(&1u64, 0)), 0.01);
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct AtLeast<A, B>(pub A, pub B);
+
+impl<A: SampleProbability, B: SampleProbability> SampleProbability for AtLeast<A, B> {
+    fn p_x(&self, hash: KeyHash) -> f64 {
+        self.0.p_x(hash).max(self.1.p_x(hash))
+    }
+}
+
+impl<T: SampleProbability + ?Sized> SampleProbability for &T {
+    fn p_x(&self, hash: KeyHash) -> f64 {
+        (**self).p_x(hash)
+    }
+}
+
 /// `p_x` learned from observed frequencies (paper 004 §6.4.2): `count(x) / total`, with unseen
 /// items given `floor / total` (a pseudo-count, so a never-seen item is not certain to be absent).
 ///

@@ -323,3 +323,99 @@ fn a_recency_prior_keeps_bursty_rare_items_that_a_whole_stream_frequency_prior_m
         "false negatives: recency {missed_recency}, frequency {missed_frequency}"
     );
 }
+
+#[test]
+fn an_answer_rate_prior_fed_posteriors_recovers_p_where_standard_answers_overestimate_it() {
+    // a uniform stream (p = 1/|U|, 39% of queries in the window) through a BTBF of 8 bits per
+    // item, whose standard answers are POS for 58%; the prior learned from the filter's
+    // posteriors (empirical Bayes) settles near the true p (the mean posterior at the true p is
+    // 0.371, not 0.393: the theorems' approximation), the one learned from standard answers
+    // far above it
+    let (universe, window, seed) = (4_000u64, 2_000u64, 5u64);
+    let shape = BtbfShape::for_bits(window, 8 * window, 3).expect("shape");
+    let inf = BtbfInference::new(shape, DistinctModel::uniform(universe).expect("universe"));
+    let filter = std::cell::RefCell::new(Btbf::new(shape, 0).expect("shape"));
+    let posterior_fed = std::cell::RefCell::new(AnswerRatePrior::new(window).expect("window"));
+    let mut answer_fed = AnswerRatePrior::new(window).expect("window");
+    let (mut positives, mut truths, mut queries) = (0u64, 0u64, 0u64);
+    simulate(
+        |h| {
+            let f = filter.borrow();
+            let obs = f.observe_hash(h);
+            let mut prior = posterior_fed.borrow_mut();
+            let post = inf.posterior(&obs, prior.p());
+            prior.observe(post);
+            (post, obs.oldest.is_some())
+        },
+        |h| filter.borrow_mut().insert_hash(h),
+        (universe, window, 8_000, 120_000, seed),
+        |_, _, standard, truth| {
+            answer_fed.observe(if standard { 1.0 } else { 0.0 });
+            positives += u64::from(standard);
+            truths += u64::from(truth);
+            queries += 1;
+        },
+    );
+    let p = 1.0 / universe as f64;
+    let fp_share = (positives - truths) as f64 / queries as f64;
+    assert!(
+        fp_share > 0.1,
+        "too few false positives to tell: {fp_share}"
+    );
+    let learned = posterior_fed.borrow().p();
+    assert!(
+        (learned / p - 1.0).abs() < 0.25,
+        "posterior-fed p {learned:.3e}, true {p:.3e}"
+    );
+    assert!(
+        answer_fed.p() / p > 1.5,
+        "answer-fed p {:.3e}, true {p:.3e}",
+        answer_fed.p()
+    );
+}
+
+#[test]
+fn a_floor_from_the_answer_rate_keeps_bursty_rare_items_that_a_frequency_prior_misses() {
+    // the stream of the recency test above: three heavy items, rare ones in bursts of 20; the
+    // whole-stream frequency floored by the answer-rate prior (two registers) sees the bursts
+    use super::prior::{AtLeast, FrequencyTable, SampleProbability};
+    let window = 16u64;
+    let item = |t: u64| {
+        if (t / 20) % 10 == 9 {
+            100 + t / 200
+        } else {
+            mix64(t) % 3
+        }
+    };
+    let stream: Vec<KeyHash> = (0..20_000).map(|t| KeyHash::of(&item(t), 0)).collect();
+    let mut frequency = FrequencyTable::new(1.0).expect("floor");
+    stream.iter().for_each(|&h| frequency.observe(h));
+    let mut rate = AnswerRatePrior::new(window).expect("window");
+    let shape = BtbfShape::for_bits(window, 8 * window, 3).expect("shape");
+    let inf = BtbfInference::new(shape, DistinctModel::Identity);
+    let mut btbf = Btbf::new(shape, 0).expect("shape");
+    let mut last: HashMap<KeyHash, usize> = HashMap::new();
+    let (mut missed_frequency, mut missed_floored, mut false_floored, mut false_standard) =
+        (0u32, 0u32, 0u32, 0u32);
+    for (t, &h) in stream.iter().enumerate() {
+        let truth = last.get(&h).is_some_and(|&at| ((t - at) as u64) < window);
+        let obs = btbf.observe_hash(h);
+        let floored = inf.posterior(&obs, AtLeast(&frequency, &rate).p_x(h)) >= 0.5;
+        missed_frequency += u32::from(truth && inf.posterior(&obs, frequency.p_x(h)) < 0.5);
+        missed_floored += u32::from(truth && !floored);
+        false_floored += u32::from(!truth && floored);
+        false_standard += u32::from(!truth && obs.oldest.is_some());
+        rate.observe(inf.posterior(&obs, rate.p()));
+        btbf.insert_hash(h);
+        last.insert(h, t + 1);
+    }
+    assert!(
+        missed_floored * 4 < missed_frequency,
+        "false negatives: floored {missed_floored}, frequency {missed_frequency}"
+    );
+    // equal penalties: the floored answers cost fewer errors than the standard ones
+    assert!(
+        missed_floored + false_floored < false_standard,
+        "floored {missed_floored} FN + {false_floored} FP, standard {false_standard} FP"
+    );
+}

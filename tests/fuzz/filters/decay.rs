@@ -7,7 +7,8 @@ use chronobloom::core::decay::prior::{
     ConstantProbability, DistinctModel, FrequencyTable, SampleProbability,
 };
 use chronobloom::core::decay::{
-    Btbf, BtbfInference, BtbfShape, Gbf, GbfInference, GbfObservation, RecencySketch, TimerArray,
+    AnswerRatePrior, Btbf, BtbfInference, BtbfShape, Gbf, GbfInference, GbfObservation,
+    RecencySketch, TimerArray,
 };
 use chronobloom::core::hash::KeyHash;
 
@@ -157,6 +158,24 @@ impl Exercise for FrequencyTable {
 
     fn same(a: &Self, b: &Self) -> bool {
         a == b
+    }
+}
+
+impl Exercise for AnswerRatePrior {
+    fn samples() -> Vec<Self> {
+        let mut prior = AnswerRatePrior::new(16).expect("valid");
+        [1.0, 0.25, 0.0, 0.9].iter().for_each(|&v| prior.observe(v));
+        vec![prior, AnswerRatePrior::new(1).expect("valid")]
+    }
+
+    fn exercise(&mut self) {
+        for v in [0.5, 1.0, 0.0, f64::NAN, 7.0] {
+            self.observe(v);
+            let f = self.in_window_rate();
+            assert!(f > 0.0 && f < 1.0, "rate {f}");
+            let p = self.p_x(KeyHash::of(&1u64, 0));
+            assert!(p > 0.0 && p <= 1.0, "p_x {p}");
+        }
     }
 }
 
