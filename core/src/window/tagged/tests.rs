@@ -204,6 +204,23 @@ fn a_batch_reports_repeats_current_across_growth() {
 }
 
 #[test]
+fn repeats_in_a_batch_size_the_table_by_distinct_keys() {
+    // A tick with 1,000 records of 40 keys (same-tick repeats, all absent before the tick) needs
+    // room for 40 entries, not 1,000: the table it grows to holds the keys at a load of at
+    // least a third, as a batch of the 40 keys alone would.
+    let grown = |copies: u64| {
+        let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 4).unwrap();
+        let mut items: Vec<(u64, u64)> = (0..40 * copies).map(|i| (i, h(i % 40))).collect();
+        f.insert_batch_with(&mut items, 7, |_| true, |_, _| {})
+            .unwrap();
+        assert!((0..40).all(|k| f.seen(h(k), 7)));
+        f.memory_bits()
+    };
+    assert_eq!(grown(25), grown(1));
+    assert!(grown(25) <= 3 * 16 * 40, "{} bits for 40 keys", grown(25));
+}
+
+#[test]
 fn a_tenfold_burst_keeps_the_false_positive_rate_within_two_epsilon() {
     // a tick's keys go in as one batch, as the dedup operator inserts them
     let (w, eps) = (400, 0.01);
