@@ -168,6 +168,47 @@ proptest! {
             }
         }
     }
+
+    /// The batched path as the dedup operator drives it (a tick's keys checked, then inserted as
+    /// one batch with the absent ones promised, same-tick repeats included): through the grows
+    /// and shrinks that bursts and lulls cause, every key inserted in `(t - W, t]` is reported
+    /// at `t`.
+    #[test]
+    fn no_false_negative_in_the_window_batched(
+        w in 1u64..200,
+        steps in proptest::collection::vec((0u64..60, 0u64..400, 1u64..4), 1..50),
+        universe in 1u64..3_000,
+        seed in any::<u64>(),
+    ) {
+        let mut f = TaggedCuckooFilter::new(w, default_slack(w), 0.01, seed).unwrap();
+        let mut last: HashMap<u64, Tick> = HashMap::new();
+        let mut t = 0;
+        let mut key = seed;
+        for (gap, count, copies) in steps {
+            t += gap;
+            let mut batch = Vec::new();
+            for _ in 0..count {
+                key = mix64(key);
+                let k = key % universe;
+                for _ in 0..copies {
+                    batch.push((k, h(k)));
+                }
+                last.insert(k, t);
+            }
+            let mut absent = std::collections::HashSet::new();
+            f.seen_each(batch.iter().copied(), t, |k, seen| {
+                if !seen {
+                    absent.insert(k);
+                }
+            });
+            f.insert_batch_with(&mut batch, t, |k| absent.contains(k), |_, _| {}).unwrap();
+            for (k, &u) in &last {
+                if t - u < w {
+                    prop_assert!(f.seen(h(*k), t), "key {} at {} seen at {}", k, u, t);
+                }
+            }
+        }
+    }
 }
 
 #[test]
