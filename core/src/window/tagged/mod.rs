@@ -371,6 +371,8 @@ impl TaggedCuckooFilter {
             }
         }
         order::sort_by_hash(&mut fresh);
+        // the distinct keys to place (repeats of a key sit side by side and take one slot)
+        let distinct = fresh.chunk_by(|a, b| a.1 == b.1).count() as u64;
         // room for the whole batch at once (a stream's first batch, a burst): one larger table
         // instead of a chain of small ones, each of which would answer false positives until
         // its entries die
@@ -381,11 +383,11 @@ impl TaggedCuckooFilter {
                 usable - a.occupied().min(usable)
             })
         };
-        if fresh.len() as u64 > room(self) {
+        if distinct > room(self) {
             // dead entries may take the room
             self.sweep(now);
-            if fresh.len() as u64 > room(self) {
-                self.grow(now, generation_of(now, self.slack), fresh.len() as u64)?;
+            if distinct > room(self) {
+                self.grow(now, generation_of(now, self.slack), distinct)?;
             }
         }
         let mut previous = None;

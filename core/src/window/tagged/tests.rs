@@ -168,6 +168,47 @@ proptest! {
             }
         }
     }
+
+    /// The batched path as the dedup operator drives it (a tick's keys checked, then inserted as
+    /// one batch with the absent ones promised, same-tick repeats included): through the grows
+    /// and shrinks that bursts and lulls cause, every key inserted in `(t - W, t]` is reported
+    /// at `t`.
+    #[test]
+    fn no_false_negative_in_the_window_batched(
+        w in 1u64..200,
+        steps in proptest::collection::vec((0u64..60, 0u64..400, 1u64..4), 1..50),
+        universe in 1u64..3_000,
+        seed in any::<u64>(),
+    ) {
+        let mut f = TaggedCuckooFilter::new(w, default_slack(w), 0.01, seed).unwrap();
+        let mut last: HashMap<u64, Tick> = HashMap::new();
+        let mut t = 0;
+        let mut key = seed;
+        for (gap, count, copies) in steps {
+            t += gap;
+            let mut batch = Vec::new();
+            for _ in 0..count {
+                key = mix64(key);
+                let k = key % universe;
+                for _ in 0..copies {
+                    batch.push((k, h(k)));
+                }
+                last.insert(k, t);
+            }
+            let mut absent = std::collections::HashSet::new();
+            f.seen_each(batch.iter().copied(), t, |k, seen| {
+                if !seen {
+                    absent.insert(k);
+                }
+            });
+            f.insert_batch_with(&mut batch, t, |k| absent.contains(k), |_, _| {}).unwrap();
+            for (k, &u) in &last {
+                if t - u < w {
+                    prop_assert!(f.seen(h(*k), t), "key {} at {} seen at {}", k, u, t);
+                }
+            }
+        }
+    }
 }
 
 #[test]
@@ -201,6 +242,23 @@ fn a_batch_reports_repeats_current_across_growth() {
     }
     let new = found.iter().filter(|(_, p)| *p == Prior::New).count();
     assert!(new >= 195, "{new}");
+}
+
+#[test]
+fn repeats_in_a_batch_size_the_table_by_distinct_keys() {
+    // A tick with 1,000 records of 40 keys (same-tick repeats, all absent before the tick) needs
+    // room for 40 entries, not 1,000: the table it grows to holds the keys at a load of at
+    // least a third, as a batch of the 40 keys alone would.
+    let grown = |copies: u64| {
+        let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 4).unwrap();
+        let mut items: Vec<(u64, u64)> = (0..40 * copies).map(|i| (i, h(i % 40))).collect();
+        f.insert_batch_with(&mut items, 7, |_| true, |_, _| {})
+            .unwrap();
+        assert!((0..40).all(|k| f.seen(h(k), 7)));
+        f.memory_bits()
+    };
+    assert_eq!(grown(25), grown(1));
+    assert!(grown(25) <= 3 * 16 * 40, "{} bits for 40 keys", grown(25));
 }
 
 #[test]
