@@ -1876,6 +1876,10 @@ fn j12_numeric_flags_out_of_range_refused() {
         &["--reader-share", "0"],
         "error: invalid value '0' for '--reader-share <READER_SHARE>': 0 is not in 1..=100",
     );
+    job_refuses(
+        &["--reader-index-share", "101"],
+        "error: invalid value '101' for '--reader-index-share <READER_INDEX_SHARE>': 101 is not in 0..=100",
+    );
 }
 
 #[test]

@@ -510,33 +510,42 @@ fn sharded_equals_replicated_and_the_reference_for_1_2_4_threads() {
     }
 }
 
-/// Worker 0 owning fewer levels (a lead share of 40%): the same digests and answers as the
-/// reference, and worker 0 holds fewer bits than each other worker.
+/// Worker 0 owning fewer levels (a lead share of 40%) or none (0%): the same digests and answers
+/// as the reference, and worker 0 holds fewer bits than each other worker (none at 0%, when no
+/// worker ships it records, so fewer bytes move in all).
 #[test]
 fn a_lead_share_moves_levels_off_worker_0_and_changes_nothing_else() {
     let wl = workload();
     let refr = reference(&wide(Placement::Replicated), &wl);
     for threads in [2, 4] {
-        let cfg = builder(Placement::Sharded)
-            .bits(8 * 16_384)
-            .hashes(3)
-            .lead_share(40)
-            .build()
-            .unwrap();
-        let out = run(timely::Config::process(threads), cfg, wl.clone());
-        check(&out, &refr, &wl, threads);
-        check_stats(&out, &refr, threads, Placement::Sharded);
-        let held: BTreeMap<u32, u64> = out
-            .stats
-            .iter()
-            .filter(|s| s.epoch == 0)
-            .map(|s| (s.worker, s.merged_bits))
-            .collect();
-        assert_eq!(held.len(), threads);
-        assert!(
-            (1..threads as u32).all(|w| held[&0] < held[&w]),
-            "{threads} threads: {held:?}"
-        );
+        let mut sent = Vec::new();
+        for lead in [40, 0] {
+            let cfg = builder(Placement::Sharded)
+                .bits(8 * 16_384)
+                .hashes(3)
+                .lead_share(lead)
+                .build()
+                .unwrap();
+            let out = run(timely::Config::process(threads), cfg, wl.clone());
+            check(&out, &refr, &wl, threads);
+            check_stats(&out, &refr, threads, Placement::Sharded);
+            let held: BTreeMap<u32, u64> = out
+                .stats
+                .iter()
+                .filter(|s| s.epoch == 0)
+                .map(|s| (s.worker, s.merged_bits))
+                .collect();
+            assert_eq!(held.len(), threads);
+            assert!(
+                (1..threads as u32).all(|w| held[&0] < held[&w]),
+                "{threads} threads, lead {lead}: {held:?}"
+            );
+            if lead == 0 {
+                assert_eq!(held[&0], 0, "{threads} threads: {held:?}");
+            }
+            sent.push(out.stats.iter().map(|s| s.local.bytes_sent).sum::<u64>());
+        }
+        assert!(sent[1] < sent[0], "{threads} threads: bytes sent {sent:?}");
     }
 }
 

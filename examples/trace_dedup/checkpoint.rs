@@ -219,7 +219,7 @@ fn fingerprint(args: &Args) -> u64 {
         .map(|p| (p.clone(), std::fs::metadata(p).map_or(0, |m| m.len())))
         .collect();
     let text = format!(
-        "v4 {inputs:?} {:?} {:?} {} {:?} {:?} {} {:?} {} {:?} {:?} {:?} {:?} {} {} {:?} {} {:?} {:?} {} {} {} {} {} {}",
+        "v5 {inputs:?} {:?} {:?} {} {:?} {:?} {} {:?} {} {:?} {:?} {:?} {:?} {} {} {:?} {} {:?} {:?} {} {} {} {} {} {} {}",
         args.synthetic,
         args.synthetic_span,
         args.steady,
@@ -244,6 +244,7 @@ fn fingerprint(args: &Args) -> u64 {
         args.digest,
         args.expected_keys,
         args.reader_share,
+        args.reader_index_share,
     );
     xxh3_64(text.as_bytes())
 }

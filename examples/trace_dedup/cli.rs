@@ -117,10 +117,15 @@ pub struct Args {
     /// the PBF papers' analysis, 20 bytes a shipped record).
     #[arg(long, value_enum, default_value_t = IndexLayout::Blocked)]
     pub index_layout: IndexLayout,
-    /// When one worker reads a single capture alone: its part of the dedup shards and index
-    /// levels, in percent of every other worker's (reading is its extra load).
+    /// When one worker reads a single capture alone: its part of the dedup shards, in percent
+    /// of every other worker's (reading is its extra load).
     #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub reader_share: u32,
+    /// When one worker reads a single capture alone: its part of the index levels, in percent
+    /// of every other worker's. At 0 it holds none, so no worker ships it the records it read
+    /// and handed out.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub reader_index_share: u32,
     /// Epochs a reader may run ahead of the dataflow's output (bounds the records in flight; more
     /// hides the latency between processes).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]

@@ -76,7 +76,7 @@ fn configs(
     args: &cli::Args,
     window: u64,
     epoch: u64,
-    lead_share: u32,
+    (lead_share, index_lead_share): (u32, u32),
 ) -> Result<(DedupConfig, IndexConfig), chronobloom::operators::Error> {
     let dedup = DedupConfig::builder()
         .window(window)
@@ -114,7 +114,7 @@ fn configs(
             cli::IndexLayout::Blocked => Layout::Blocked,
         })
         .seed(args.seed)
-        .lead_share(lead_share)
+        .lead_share(index_lead_share)
         .digest(args.digest)
         .placement(match args.index_placement {
             cli::IndexPlacement::Sharded => Placement::Sharded,
@@ -188,8 +188,13 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
         });
     }
     // The configurations, checked before any input is read (with `--exact` too).
-    let (dedup, index) =
-        configs(args, window, epoch, args.reader_share).map_err(|e| flag_error(e, args))?;
+    let (dedup, index) = configs(
+        args,
+        window,
+        epoch,
+        (args.reader_share, args.reader_index_share),
+    )
+    .map_err(|e| flag_error(e, args))?;
     let slack = dedup.slack();
     for (flag, path) in [("out", &args.out), ("plot", &args.plot)] {
         if let Some(path) = path {
@@ -201,7 +206,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
     let (dedup, index) = if plan.single_reader() {
         (dedup, index)
     } else {
-        configs(args, window, epoch, share::EVEN).map_err(|e| flag_error(e, args))?
+        configs(args, window, epoch, (share::EVEN, share::EVEN)).map_err(|e| flag_error(e, args))?
     };
     if args.exact {
         return report_exact(args, &plan, window, started);

@@ -6,7 +6,7 @@
 pub const EVEN: u32 = 100;
 
 /// The owner among `peers` workers of item `item` of `items`, worker 0 owning `lead` percent of
-/// what every other worker owns (`lead` in 1..=[`EVEN`]).
+/// what every other worker owns (`lead` in 0..=[`EVEN`]; 0: none).
 ///
 /// With `lead` = [`EVEN`] (or a single worker) item `i` goes to worker `i mod peers`. Otherwise
 /// worker 0 owns `round(items · lead / (lead + 100 · (peers − 1)))` items spread evenly over the
@@ -24,7 +24,7 @@ pub fn owner(item: u32, items: u32, peers: usize, lead: u32) -> usize {
     if peers <= 1 {
         return 0;
     }
-    let lead = u64::from(lead.clamp(1, EVEN));
+    let lead = u64::from(lead.min(EVEN));
     if lead == u64::from(EVEN) {
         return item as usize % peers;
     }
@@ -51,7 +51,7 @@ mod tests {
     fn shares_are_as_documented() {
         for items in [1u32, 2, 7, 13, 16, 23, 64, 4096] {
             for peers in [1usize, 2, 3, 4, 7] {
-                for lead in [1u32, 10, 40, 50, 99, 100] {
+                for lead in [0u32, 1, 10, 40, 50, 99, 100] {
                     let owners: Vec<usize> =
                         (0..items).map(|i| owner(i, items, peers, lead)).collect();
                     assert!(owners.iter().all(|&w| w < peers));

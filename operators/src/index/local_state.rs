@@ -549,12 +549,22 @@ impl LocalState {
         let announce_bytes = announce.as_ref().map_or(0, |(_, a): &(u64, Allocation)| {
             8 + 12 * a.shapes().len() as u64
         });
+        // Records go to the workers holding a level of the partition: every worker when
+        // replicated, the levels' owners when sharded.
+        let levels = self.filters.get(&p).map_or(0, Pbf2::levels);
+        let holds = |dest: usize| {
+            !sharded || (0..levels).any(|l| self.config.level_owner(l, peers) == dest)
+        };
+        let records_to: Vec<Option<EpochRecords>> = (0..peers)
+            .map(|dest| log.clone().filter(|_| holds(dest)))
+            .collect();
         stats.bytes_sent = per_dest
             .iter()
+            .zip(&records_to)
             .enumerate()
             .filter(|&(dest, _)| dest != self.me)
-            .map(|(_, v)| {
-                let records = log.as_ref().map_or(0, EpochRecords::wire_bytes);
+            .map(|(_, (v, records))| {
+                let records = records.as_ref().map_or(0, EpochRecords::wire_bytes);
                 announce_bytes + records + v.iter().map(|d| d.words.wire_bytes()).sum::<u64>()
             })
             .sum();
@@ -564,13 +574,14 @@ impl LocalState {
         let mut stats = Some(stats);
         let shipments = per_dest
             .into_iter()
+            .zip(records_to)
             .enumerate()
-            .map(|(dest, deltas)| Shipment {
+            .map(|(dest, (deltas, records))| Shipment {
                 epoch: e,
                 from: self.me as u32,
                 dest: dest as u32,
                 deltas,
-                records: log.clone(),
+                records,
                 announce: announce.clone(),
                 local: if dest == self.me { stats.take() } else { None },
             })

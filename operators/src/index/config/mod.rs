@@ -357,8 +357,9 @@ impl IndexConfigBuilder {
     }
 
     /// Worker 0's part of the levels in the sharded placement, in percent of every other
-    /// worker's (1..=100; default 100, an even split): a smaller part when worker 0 also reads
-    /// the whole input balances the workers. Every worker and process must use the same.
+    /// worker's (0..=100; default 100, an even split; 0: worker 0 holds no level, and no
+    /// worker ships it records): a smaller part when worker 0 also reads the whole input
+    /// balances the workers. Every worker and process must use the same.
     pub fn lead_share(mut self, percent: u32) -> Self {
         self.lead_share = Some(percent);
         self
@@ -539,11 +540,11 @@ impl IndexConfigBuilder {
             ));
         }
         let lead_share = self.lead_share.unwrap_or(share::EVEN);
-        if !(1..=share::EVEN).contains(&lead_share) {
+        if lead_share > share::EVEN {
             return Err(Error::config(
                 "index",
                 "lead_share",
-                format!("{lead_share}% is outside 1..=100"),
+                format!("{lead_share}% is outside 0..=100"),
             ));
         }
         let max_buffered = self.max_buffered.unwrap_or(DEFAULT_MAX_BUFFERED);

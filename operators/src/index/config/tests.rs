@@ -63,7 +63,11 @@ fn resolution_counts_levels_and_points() {
     // an allocation for the tick-resolution PBF-2 does not fit the coarser one
     assert!(!coarse.fits(fine.allocation()));
     refused(base().resolution(0), "resolution");
-    refused(base().lead_share(0), "lead_share");
+    // a lead share of 0: worker 0 holds no level
+    let none = base().lead_share(0).build().unwrap();
+    let levels = none.allocation().shapes().len() as u32;
+    assert!((0..levels).all(|l| none.level_owner(l, 2) == 1));
+    assert!((0..levels).all(|l| none.level_owner(l, 3) != 0));
     refused(base().lead_share(101), "lead_share");
     refused(base().resolution(30), "resolution");
     refused(base().resolution(200), "resolution");
