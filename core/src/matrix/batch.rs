@@ -13,9 +13,9 @@
 //! Both give exactly the answers of [`MatrixBloom::contains`] (the tests compare them).
 
 use super::filter::MatrixBloom;
-use super::probe::{by_reducer, ColProbe, RowProbe};
+use super::probe::{by_col_count, by_reducer, ColCount, ColProbe, RowProbe};
 use super::shape::MAX_SIDE_HASHES;
-use crate::hash::{Key, KeyHash, Probes};
+use crate::hash::{Key, KeyHash, Probes, Reduce};
 use crate::prefetch::prefetch;
 
 /// A mask pays when building it costs at most this many words read per tuple of the batch: the
@@ -32,8 +32,8 @@ const COL_MASK_TESTS_PER_TUPLE: u64 = 3;
 
 const SIDES: usize = MAX_SIDE_HASHES as usize;
 
-/// Column positions of the first values of a masked batch, hashed while the rows load.
-const HASHED_AHEAD: usize = 64;
+/// Values of a masked batch whose columns are computed while the rows load.
+const VALUES_AHEAD: usize = 16;
 
 impl MatrixBloom {
     /// "Which of `values` were inserted with `a`?" — `a` is hashed once.
@@ -71,37 +71,21 @@ impl MatrixBloom {
         out.reserve(values.len());
         let rows = self.geometry.rows_of(a);
         if self.row_mask_pays(values.len()) {
-            // The rows' lines load while the first values are hashed.
-            self.prefetch_rows(&rows);
             let g = &self.geometry;
-            let (k2, seed) = (g.col_hashes as usize, g.col_seed);
-            let mut first = [0u64; HASHED_AHEAD];
-            let ahead = values.len().min(HASHED_AHEAD / k2);
-            by_reducer!(g.class_cols_low, g.class_cols, |class_cols| {
-                for (slot, b) in first.chunks_exact_mut(k2).zip(&values[..ahead]) {
-                    fill(slot, g.col_indices_by(KeyHash::of(b, seed), class_cols));
-                }
-            });
-            let words = (self.geometry.stride / 64) as usize;
-            with_mask(words, |mask| {
-                self.and_rows(&rows, mask);
-                let mask = &*mask;
-                out.extend(
-                    first
-                        .chunks_exact(k2)
-                        .take(ahead)
-                        .map(|cols| mask_has_all(mask, cols.iter().copied())),
-                );
-                by_reducer!(g.class_cols_low, g.class_cols, |class_cols| out.extend(
-                    values[ahead..].iter().map(|b| {
-                        mask_has_all(mask, g.col_indices_by(KeyHash::of(b, seed), class_cols))
-                    })
-                ));
-            });
+            by_col_count!(g.col_hashes, |count| by_reducer!(
+                g.class_cols_low,
+                g.class_cols,
+                |class_cols| self.values_masked(&rows, values, count, class_cols, out)
+            ));
         } else {
             let mut row_words = [0; SIDES];
             let k1 = fill(&mut row_words, rows.offsets().iter().map(|&o| o / 64));
-            self.test_values(&row_words[..k1], values, out);
+            by_col_count!(self.geometry.col_hashes, |count| self.test_values(
+                &row_words[..k1],
+                values,
+                count,
+                out
+            ));
         }
     }
 
@@ -183,6 +167,33 @@ impl MatrixBloom {
             }
         }
         out
+    }
+
+    /// Appends to `out` whether each of `values` is present with the first component whose rows
+    /// are `rows`, through the AND of those rows (a mask of `m2` bits).
+    pub(super) fn values_masked<B: Key, C: ColCount, R: Reduce>(
+        &self,
+        rows: &RowProbe,
+        values: &[B],
+        count: C,
+        class_cols: R,
+        out: &mut Vec<bool>,
+    ) {
+        // The rows' lines load while the first values are hashed.
+        self.prefetch_rows(rows);
+        let g = &self.geometry;
+        let cols_of = |b: &B| count.cols(g, KeyHash::of(b, g.col_seed), class_cols);
+        let mut first = [C::NONE; VALUES_AHEAD];
+        let ahead = values.len().min(VALUES_AHEAD);
+        for (slot, b) in first.iter_mut().zip(values) {
+            *slot = cols_of(b);
+        }
+        with_mask((g.stride / 64) as usize, |mask| {
+            self.and_rows(rows, mask);
+            let has = |cols: &C::Cols| mask_has_all(mask, cols.as_ref().iter().copied());
+            out.extend(first[..ahead].iter().map(has));
+            out.extend(values[ahead..].iter().map(|b| has(&cols_of(b))));
+        });
     }
 
     /// Whether the AND of a first component's rows is cheaper than testing `batch` tuples

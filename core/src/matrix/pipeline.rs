@@ -1,76 +1,218 @@
-//! Testing a batch's tuples as a software pipeline: each tuple's varying side is hashed and the
-//! line of its first cell requested [`AHEAD`] tuples before the tuple is tested.
+//! Testing a batch's tuples tuple by tuple, in stages over chunks of [`CHUNK`] tuples, so that a
+//! batch overlaps its cache misses instead of waiting for them one after another.
 //!
-//! A tuple's `k1 · k2` cells lie in `k1` rows scattered over the matrix, and a test that stops
-//! at its first clear bit waits for one cache miss after another. A batch instead hashes the
-//! varying side of each tuple (the fixed side was hashed once), asks for the line of its first
-//! cell, and tests the tuple hashed [`AHEAD`] places earlier, whose line has had the time of
-//! those hashes to arrive. In a line-local matrix ([`super::MatrixShape::line_local`]) a row's
-//! cells of one tuple are one line. A tuple is tested row by row, and the positions of later rows
-//! are computed only when the earlier rows pass (most absent tuples fail in their first row).
-//! Only the hashes wait in the pipeline. Answers are exactly those of testing each tuple alone.
+//! A tuple's `k1 · k2` cells lie in `k1` rows scattered over the matrix. For each chunk, the
+//! varying side of every tuple is hashed (the fixed side was hashed once) and the lines of its
+//! cells in its **first row** requested; then every tuple's first row is tested, those lines having
+//! had the time of the chunk's hashes to arrive. Most absent tuples fail there; the lines of the
+//! other rows are requested only for the tuples that pass, and those are tested last, so that
+//! their misses overlap one another (and the rest of the first-row tests) rather than each ending
+//! the batch with a round trip of its own. In a line-local matrix
+//! ([`super::MatrixShape::line_local`]) a row's cells of one tuple are one line. Answers are
+//! exactly those of testing each tuple alone.
 
-use super::batch::fill;
 use super::filter::MatrixBloom;
-use super::probe::by_reducer;
+use super::probe::{by_reducer, ColCount, Geometry};
 use super::shape::MAX_SIDE_HASHES;
 use crate::hash::{Key, KeyHash, Probes, Reduce};
 use crate::prefetch::prefetch;
 
-/// Tuples between hashing a tuple and testing it.
-const AHEAD: usize = 16;
+/// Tuples hashed, and their first rows requested, before the first of them is tested: enough
+/// for a memory round trip, few enough for the CPU's outstanding misses.
+const CHUNK: usize = 64;
 
 const SIDES: usize = MAX_SIDE_HASHES as usize;
 
-/// Runs `test` on the hash of each of `items` (`hash`), [`AHEAD`] items after `request` was
-/// given it; appends the answers to `out` in the items' order.
+/// The row tests of a batch whose varying side is hashed to a [`KeyHash`] per tuple.
+trait RowTests {
+    /// Requests the lines of the tuple's cells in its first row.
+    fn request_first(&self, h: KeyHash);
+    /// Whether the tuple's cells in its first row are all set.
+    fn first(&self, h: KeyHash) -> bool;
+    /// Requests the lines of the tuple's cells in its other rows.
+    fn request_rest(&self, h: KeyHash);
+    /// Whether the tuple's cells in its other rows are all set.
+    fn rest(&self, h: KeyHash) -> bool;
+}
+
+/// Appends to `out` the answer of `tests` for each of `items`, hashed by `hash`, in the items'
+/// order, chunk by chunk: hash and request the first rows, test them (requesting the other rows
+/// of those that pass), then test the other rows of those.
 #[inline]
-fn pipelined<T>(
+fn staged<T>(
     items: &[T],
     hash: impl Fn(&T) -> KeyHash,
-    request: impl Fn(KeyHash),
-    test: impl Fn(KeyHash) -> bool,
+    tests: &impl RowTests,
     out: &mut Vec<bool>,
 ) {
-    let mut ring = [KeyHash { lo: 0, hi: 0 }; AHEAD];
-    for (i, item) in items.iter().enumerate() {
-        let h = hash(item);
-        request(h);
-        let slot = &mut ring[i % AHEAD];
-        if i >= AHEAD {
-            out.push(test(*slot));
+    let mut hashes = [KeyHash { lo: 0, hi: 0 }; CHUNK];
+    let mut passed = [0usize; CHUNK];
+    for chunk in items.chunks(CHUNK) {
+        let hashes = &mut hashes[..chunk.len()];
+        for (slot, item) in hashes.iter_mut().zip(chunk) {
+            *slot = hash(item);
+            tests.request_first(*slot);
         }
-        *slot = h;
+        let start = out.len();
+        let mut n = 0;
+        for (i, &h) in hashes.iter().enumerate() {
+            let pass = tests.first(h);
+            out.push(pass);
+            // Branch-free: most tuples fail, and which ones is unpredictable.
+            passed[n] = i;
+            n += usize::from(pass);
+        }
+        for &i in &passed[..n] {
+            tests.request_rest(hashes[i]);
+        }
+        let answers = &mut out[start..];
+        for &i in &passed[..n] {
+            answers[i] = tests.rest(hashes[i]);
+        }
     }
-    let tail = items.len().min(AHEAD);
-    out.extend((items.len() - tail..items.len()).map(|i| test(ring[i % AHEAD])));
+}
+
+/// A fixed first component (its rows as word offsets) against values hashed with the column
+/// seed.
+struct ValueTests<'a, C, R> {
+    words: &'a [u64],
+    g: &'a Geometry,
+    /// The first row, as a one-row slice.
+    first: &'a [u64],
+    /// The other `k1 − 1` rows.
+    rest: &'a [u64],
+    count: C,
+    class_cols: R,
+}
+
+impl<C: ColCount, R: Reduce> ValueTests<'_, C, R> {
+    /// Whether the columns `cols` are all set in each of `rows`.
+    #[inline]
+    fn has(&self, rows: &[u64], cols: &[u64]) -> bool {
+        rows.iter().all(|&row| {
+            cols.iter().fold(1u64, |acc, &c| {
+                acc & self
+                    .words
+                    .get((row + c / 64) as usize)
+                    .map_or(0, |w| w >> (c % 64))
+            }) & 1
+                == 1
+        })
+    }
+
+    /// Requests, in each of `rows`, the line of the tuple's first column.
+    #[inline]
+    fn request(&self, rows: &[u64], h: KeyHash) {
+        let col = self.g.first_col_by(h, self.class_cols);
+        for &row in rows {
+            prefetch(self.words, (row + col / 64) as usize);
+        }
+    }
+}
+
+impl<C: ColCount, R: Reduce> RowTests for ValueTests<'_, C, R> {
+    #[inline]
+    fn request_first(&self, h: KeyHash) {
+        self.request(self.first, h);
+    }
+
+    #[inline]
+    fn first(&self, h: KeyHash) -> bool {
+        let cols = self.count.cols(self.g, h, self.class_cols);
+        self.has(self.first, cols.as_ref())
+    }
+
+    #[inline]
+    fn request_rest(&self, h: KeyHash) {
+        self.request(self.rest, h);
+    }
+
+    #[inline]
+    fn rest(&self, h: KeyHash) -> bool {
+        let cols = self.count.cols(self.g, h, self.class_cols);
+        self.has(self.rest, cols.as_ref())
+    }
+}
+
+/// A fixed second component (its columns as words of a row and the bits in them) against keys
+/// hashed with the row seed.
+struct KeyTests<'a, R> {
+    words: &'a [u64],
+    /// (word in the row, bits of it), one pair per distinct word.
+    masks: &'a [(u64, u64)],
+    /// Words in the row that start the distinct lines of `masks`.
+    lines: &'a [u64],
+    row_words: u64,
+    rows: R,
+    row_hashes: u32,
+}
+
+impl<R: Reduce> KeyTests<'_, R> {
+    /// Whether the fixed columns are all set in the row starting at word `row`.
+    #[inline]
+    fn has(&self, row: u64) -> bool {
+        self.masks.iter().fold(true, |acc, &(w, bits)| {
+            acc & (self.words.get((row + w) as usize).map_or(0, |x| *x) & bits == bits)
+        })
+    }
+
+    /// Requests the lines of the fixed columns in row `r`.
+    #[inline]
+    fn request(&self, r: u64) {
+        for &w in self.lines {
+            prefetch(self.words, (r * self.row_words + w) as usize);
+        }
+    }
+}
+
+impl<R: Reduce> RowTests for KeyTests<'_, R> {
+    #[inline]
+    fn request_first(&self, h: KeyHash) {
+        self.request(self.rows.reduce(h.lo));
+    }
+
+    #[inline]
+    fn first(&self, h: KeyHash) -> bool {
+        self.has(self.rows.reduce(h.lo) * self.row_words)
+    }
+
+    #[inline]
+    fn request_rest(&self, h: KeyHash) {
+        for r in Probes::new(h, self.row_hashes, self.rows).skip(1) {
+            self.request(r);
+        }
+    }
+
+    #[inline]
+    fn rest(&self, h: KeyHash) -> bool {
+        Probes::new(h, self.row_hashes, self.rows)
+            .skip(1)
+            .all(|r| self.has(r * self.row_words))
+    }
 }
 
 impl MatrixBloom {
     /// Appends to `out` whether each of `values` is present with the fixed first component whose
-    /// rows start at the words `rows`.
-    pub(super) fn test_values<B: Key>(&self, rows: &[u64], values: &[B], out: &mut Vec<bool>) {
+    /// rows start at the words `rows`; `count` counts a value's columns.
+    pub(super) fn test_values<B: Key, C: ColCount>(
+        &self,
+        rows: &[u64],
+        values: &[B],
+        count: C,
+        out: &mut Vec<bool>,
+    ) {
         let (words, g) = (self.bits.words(), &self.geometry);
-        let first_row = rows.first().copied().unwrap_or(0);
-        by_reducer!(g.class_cols_low, g.class_cols, |class_cols| pipelined(
+        let (first, rest) = rows.split_at(rows.len().min(1));
+        by_reducer!(g.class_cols_low, g.class_cols, |class_cols| staged(
             values,
             |b| KeyHash::of(b, g.col_seed),
-            |h| {
-                let col = g.first_col_by(h, class_cols);
-                prefetch(words, (first_row + col / 64) as usize);
-            },
-            |h| {
-                let mut cols = [0u64; SIDES];
-                let n = fill(&mut cols, g.col_indices_by(h, class_cols));
-                let cols = &cols[..n];
-                rows.iter().all(|&row| {
-                    cols.iter().fold(1u64, |acc, &c| {
-                        acc & words
-                            .get((row + c / 64) as usize)
-                            .map_or(0, |w| w >> (c % 64))
-                    }) & 1
-                        == 1
-                })
+            &ValueTests {
+                words,
+                g,
+                first,
+                rest,
+                count,
+                class_cols,
             },
             out,
         ))
@@ -80,9 +222,8 @@ impl MatrixBloom {
     /// columns are `cols`.
     pub(super) fn test_keys<A: Key>(&self, cols: &[u64], keys: &[A], out: &mut Vec<bool>) {
         let (words, g) = (self.bits.words(), &self.geometry);
-        let row_words = g.stride / 64;
-        // The columns as (word in the row, bits of it), one pair per distinct word.
         let (mut masks, mut n) = ([(0u64, 0u64); SIDES], 0);
+        let (mut lines, mut l) = ([0u64; SIDES], 0);
         for &c in cols {
             let word = c / 64;
             match masks[..n].iter_mut().find(|(w, _)| *w == word) {
@@ -92,23 +233,24 @@ impl MatrixBloom {
                     n += 1;
                 }
             }
+            // Words 8i .. 8i + 7 of a row share a line when rows are whole lines (line-local
+            // shapes, and squares of whole lines); otherwise a line may go unrequested, which
+            // costs a miss, not an answer.
+            if lines[..l].iter().all(|&w| w / 8 != word / 8) {
+                lines[l] = word;
+                l += 1;
+            }
         }
-        let masks = &masks[..n];
-        let first_word = masks.first().map_or(0, |&(w, _)| w);
-        by_reducer!(g.rows_low, g.rows, |rows| pipelined(
+        by_reducer!(g.rows_low, g.rows, |rows| staged(
             keys,
             |a| KeyHash::of(a, g.row_seed),
-            |h| {
-                let row = rows.reduce(h.lo);
-                prefetch(words, (row * row_words + first_word) as usize);
-            },
-            |h| {
-                Probes::new(h, g.row_hashes, rows).all(|r| {
-                    let row = r * row_words;
-                    masks.iter().fold(true, |acc, &(w, bits)| {
-                        acc & (words.get((row + w) as usize).map_or(0, |x| *x) & bits == bits)
-                    })
-                })
+            &KeyTests {
+                words,
+                masks: &masks[..n],
+                lines: &lines[..l],
+                row_words: g.stride / 64,
+                rows,
+                row_hashes: g.row_hashes,
             },
             out,
         ))

@@ -167,12 +167,12 @@ fn row_masks_of_every_size_agree() {
     }
 }
 
-/// Pipelined batches (shorter than the pipeline, as long, longer, with a partial last round)
-/// agree with single queries for any hash count, present tuples included, with each side reduced
-/// by division or, in a line-local shape, by an AND.
+/// Staged batches (shorter than a chunk, as long, longer, with a partial last chunk) agree with
+/// single queries for any hash count (each unrolled column count and beyond), present tuples
+/// included, with each side reduced by division or, in a line-local shape, by an AND.
 #[test]
 fn pipelined_batches_agree_for_any_hash_count() {
-    let shapes = [(1, 1), (16, 3), (3, 16), (16, 16), (5, 7)]
+    let shapes = [(1, 1), (2, 2), (16, 3), (4, 4), (3, 16), (16, 16), (5, 7)]
         .into_iter()
         .flat_map(|k| [shape(700, 900, 1, k), shape(512, LINE_COLS, 3, k)]);
     for s in shapes {
@@ -182,7 +182,7 @@ fn pipelined_batches_agree_for_any_hash_count() {
         for &(a, b) in &tuples {
             m.insert(&a, &b);
         }
-        for batch in [1usize, 2, 3, 4, 5, 15, 16, 17, 33, 64, 65] {
+        for batch in [1usize, 2, 3, 4, 5, 15, 16, 17, 33, 63, 64, 65, 129] {
             let values: Vec<u16> = (0..batch as u16).map(|v| v * 3).collect();
             for a in 0..70u16 {
                 let want: Vec<bool> = values.iter().map(|b| m.contains(&a, b)).collect();
@@ -197,6 +197,51 @@ fn pipelined_batches_agree_for_any_hash_count() {
         for &(a, b) in &tuples {
             assert!(m.contains_keys(&[a, a ^ 1, a], &b)[0]);
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// A fixed first component's batch answers the same through the AND of its rows and tuple by
+    /// tuple (staged), for batch sizes around the size where the mask starts to pay and any
+    /// column count (each unrolled one and beyond), and both answer as single queries do.
+    #[test]
+    fn masked_and_staged_paths_agree_around_the_switch(
+        rows in 1u64..300,
+        words in 1u64..40,
+        classes in 1u64..4,
+        k1 in 1u32..5,
+        k2 in 1u32..7,
+        seed in any::<u64>(),
+        tuples in prop::collection::btree_set((0u16..40, 0u16..2_000), 1..400),
+        key in 0u16..40,
+        offset in 0usize..5,
+    ) {
+        let m = {
+            let mut m = MatrixBloom::new(shape(rows, 64 * words, classes, (k1, k2)), seed)
+                .expect("valid shape");
+            for &(a, b) in &tuples {
+                m.insert(&a, &b);
+            }
+            m
+        };
+        let switch = (1..).find(|&b| m.row_mask_pays(b)).expect("a mask pays eventually");
+        let batch = (switch + offset).saturating_sub(2).max(1);
+        let values: Vec<u16> = (0..batch as u16).map(|v| v * 5).collect();
+        let want: Vec<bool> = values.iter().map(|b| m.contains(&key, b)).collect();
+        let rows = m.geometry.rows_of(&key);
+        let (mut masked, mut staged) = (Vec::new(), Vec::new());
+        let row_words: Vec<u64> = rows.offsets().iter().map(|&o| o / 64).collect();
+        let g = m.geometry;
+        probe::by_col_count!(g.col_hashes, |count| {
+            probe::by_reducer!(g.class_cols_low, g.class_cols, |class_cols| m
+                .values_masked(&rows, &values, count, class_cols, &mut masked));
+            m.test_values(&row_words, &values, count, &mut staged);
+        });
+        prop_assert_eq!(&masked, &want);
+        prop_assert_eq!(&staged, &want);
+        prop_assert_eq!(m.contains_values(&key, &values), want);
     }
 }
 
