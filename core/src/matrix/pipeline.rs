@@ -21,6 +21,11 @@ use crate::prefetch::prefetch;
 /// for a memory round trip, few enough for the CPU's outstanding misses.
 const CHUNK: usize = 64;
 
+/// Below this many tuples a batch has too few hashes to cover its first rows' round trip: every
+/// row of every tuple is requested at once (one wait for memory, not two), without the chunk's
+/// buffers.
+const EAGER_BELOW: usize = 8;
+
 const SIDES: usize = MAX_SIDE_HASHES as usize;
 
 /// The row tests of a batch whose varying side is hashed to a [`KeyHash`] per tuple.
@@ -37,7 +42,8 @@ trait RowTests {
 
 /// Appends to `out` the answer of `tests` for each of `items`, hashed by `hash`, in the items'
 /// order, chunk by chunk: hash and request the first rows, test them (requesting the other rows
-/// of those that pass), then test the other rows of those.
+/// of those that pass), then test the other rows of those. A batch of fewer than
+/// [`EAGER_BELOW`] tuples requests every row up front.
 #[inline]
 fn staged<T>(
     items: &[T],
@@ -45,6 +51,17 @@ fn staged<T>(
     tests: &impl RowTests,
     out: &mut Vec<bool>,
 ) {
+    if items.len() < EAGER_BELOW {
+        let mut hashes = [KeyHash { lo: 0, hi: 0 }; EAGER_BELOW];
+        for (slot, item) in hashes.iter_mut().zip(items) {
+            *slot = hash(item);
+            tests.request_first(*slot);
+            tests.request_rest(*slot);
+        }
+        let hashes = &hashes[..items.len()];
+        out.extend(hashes.iter().map(|&h| tests.first(h) && tests.rest(h)));
+        return;
+    }
     let mut hashes = [KeyHash { lo: 0, hi: 0 }; CHUNK];
     let mut passed = [0usize; CHUNK];
     for chunk in items.chunks(CHUNK) {
