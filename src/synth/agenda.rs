@@ -95,13 +95,13 @@ impl<T> Agenda<T> {
         }
         let b = self.filled.trailing_zeros() as usize + 1;
         self.filled &= !(1 << (b - 1));
-        let mut items = std::mem::take(&mut self.buckets[b]);
+        // the emptied bucket gives its allocation back: kept, every bucket's high-water mark
+        // would stay allocated
+        let items = std::mem::take(&mut self.buckets[b]);
         self.last = items.iter().map(|&(k, _)| k).min().unwrap_or(self.last);
-        for (key, item) in items.drain(..) {
+        for (key, item) in items {
             self.place(key, item);
         }
-        // the emptied bucket keeps its allocation for the items that will fill it again
-        self.buckets[b] = items;
     }
 
     /// The smallest key.
