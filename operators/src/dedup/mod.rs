@@ -220,8 +220,8 @@ enum Side {
     Delta(ViewDelta),
 }
 
-/// Bytes of records routed per epoch by this worker's router: `(to other workers, to itself)`.
-type Routed = Rc<RefCell<BTreeMap<u64, (u64, u64)>>>;
+/// Bytes of records this worker's router sent other workers, per epoch.
+type Routed = Rc<RefCell<BTreeMap<u64, u64>>>;
 
 /// A record's key as canonical bytes: the exact identity of same-tick records.
 type KeyBytes<D> = Rc<dyn Fn(&D) -> CanonicalBytes>;
@@ -294,7 +294,7 @@ fn build<'scope, D: ExchangeData>(
     let fingerprinted = fingerprint(stream, &config, fp, routed);
     let records = if config.mode() == DedupMode::ByKey && peers > 1 {
         use timely::dataflow::operators::Exchange as _;
-        fingerprinted.exchange(|&(dest, _): &Bundle<D>| u64::from(dest))
+        fingerprinted.exchange(|&(dest, _, _): &Bundle<D>| u64::from(dest))
     } else {
         fingerprinted
     };
@@ -339,10 +339,11 @@ fn build<'scope, D: ExchangeData>(
             records.for_each_stamp(|cap, data| {
                 let Some(&ts) = cap.least() else { return };
                 for batch in data {
-                    for (_, records) in batch.iter_mut() {
+                    for (_, source, records) in batch.iter_mut() {
                         state.accept(
                             ts,
                             records,
+                            *source,
                             |t| cap.delayed(&t, pass_port),
                             |t| cap.delayed(&t, side_port),
                         );

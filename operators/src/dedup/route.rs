@@ -12,14 +12,15 @@ use timely::ExchangeData;
 /// A record with its tick and its key's fingerprint.
 pub(super) type Fingerprinted<D> = (Tick, u64, D);
 
-/// Records bound for one worker (their fingerprints are recomputed where they are decided: 8
-/// bytes a record less on the wire, for one more hash of a routed key).
-pub(super) type Bundle<D> = (u32, Vec<(Tick, D)>);
+/// Records bound for one worker `(destination, source, records)` (their fingerprints are
+/// recomputed where they are decided: 8 bytes a record less on the wire, for one more hash of a
+/// routed key).
+pub(super) type Bundle<D> = (u32, u32, Vec<(Tick, D)>);
 
 /// Bundles records by the worker that decides them: the owner of the key's shard in `ByKey` with
 /// several workers (the exchange then routes whole bundles, not records), this worker otherwise.
 /// In `ByKey` with several workers it counts per epoch the bytes of records bound for other
-/// workers and for this one.
+/// workers (records that stay are not sized: nothing carries them).
 pub(super) fn fingerprint<'scope, D: ExchangeData>(
     records: StreamVec<'scope, u64, (Tick, D)>,
     config: &DedupConfig,
@@ -39,33 +40,36 @@ pub(super) fn fingerprint<'scope, D: ExchangeData>(
             input.for_each_stamp(|cap, data| {
                 let Some(&ts) = cap.least() else { return };
                 let mut session = output.session(&cap);
+                let owner_of = |d: &D| owner[shard_of_fp(fp(d), config.shards()) as usize];
                 for batch in data {
-                    if !route {
-                        session.give((me, std::mem::take(batch)));
+                    // Records already at their owner (a job that routed them as it read them)
+                    // stay in their container.
+                    if !route || batch.iter().all(|(_, d)| owner_of(d) == me) {
+                        session.give((me, me, std::mem::take(batch)));
                         continue;
                     }
                     let mut bundles: Vec<Vec<(Tick, D)>> = (0..peers).map(|_| Vec::new()).collect();
                     for (t, d) in batch.drain(..) {
-                        let owner = owner[shard_of_fp(fp(&d), config.shards()) as usize];
-                        bundles[owner as usize].push((t, d));
+                        bundles[owner_of(&d) as usize].push((t, d));
                     }
                     let mut routed = routed.borrow_mut();
-                    let slot = routed.entry(config.epoch_of(ts)).or_default();
+                    let away = routed.entry(config.epoch_of(ts)).or_default();
                     for (dest, records) in bundles.into_iter().enumerate() {
                         if records.is_empty() {
                             continue;
                         }
-                        // bincode writes a vector as a u64 length and its items
-                        let bytes = bincode::serialized_size(&records).map_or(0, |b| b - 8);
-                        if dest as u32 == me {
-                            slot.1 += bytes;
-                        } else {
-                            slot.0 += bytes;
+                        if dest as u32 != me {
+                            *away += wire_bytes(&records);
                         }
-                        session.give((dest as u32, records));
+                        session.give((dest as u32, me, records));
                     }
                 }
             });
         }
     })
+}
+
+/// Bytes of `records` on the wire: what `bincode` writes for the vector, less its `u64` length.
+pub(super) fn wire_bytes<T: serde::Serialize>(records: &[T]) -> u64 {
+    bincode::serialized_size(records).map_or(0, |b| b.saturating_sub(8))
 }

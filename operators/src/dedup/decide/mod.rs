@@ -149,12 +149,12 @@ impl<D: ExchangeData> DecideState<D> {
         &mut self,
         ts: Tick,
         batch: &mut Vec<(Tick, D)>,
+        source: u32,
         mut pass_cap: impl FnMut(Tick) -> Capability<u64>,
         mut epoch_cap: impl FnMut(Tick) -> Capability<u64>,
     ) {
-        if self.config.mode() == DedupMode::ByKey && self.peers > 1 {
-            // bincode writes a vector as a u64 length and its items
-            let bytes = bincode::serialized_size(&*batch).map_or(0, |b| b.saturating_sub(8));
+        if self.config.mode() == DedupMode::ByKey && source as usize != self.me {
+            let bytes = super::route::wire_bytes(batch);
             let e = self.config.epoch_of(ts);
             let last = self.config.epoch_last(e);
             let open = self.open_epoch(e, || epoch_cap(last));
@@ -496,17 +496,15 @@ impl<D: ExchangeData> DecideState<D> {
 
     /// Completes an epoch's stats with the state at its last tick.
     fn seal(&mut self, mut s: DedupStats, bytes_in: u64, last: Tick) -> DedupStats {
-        let mut home = 0;
         {
             let mut routed = self.routed.borrow_mut();
             let later = routed.split_off(&s.epoch.saturating_add(1));
-            for (_, (away, to_me)) in std::mem::replace(&mut *routed, later) {
+            for (_, away) in std::mem::replace(&mut *routed, later) {
                 s.bytes_sent = s.bytes_sent.saturating_add(away);
-                home += to_me;
             }
         }
         if self.config.mode() == DedupMode::ByKey {
-            s.bytes_received = bytes_in.saturating_sub(home);
+            s.bytes_received = bytes_in;
         }
         s.slack = self.config.slack();
         s.records_buffered = self.pending.values().map(|p| p.records.len() as u64).sum();
