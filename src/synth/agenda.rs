@@ -15,6 +15,10 @@ use std::collections::BinaryHeap;
 
 /// Buckets: the minimum's, and one per bit of a 128-bit key.
 const BUCKETS: usize = 129;
+/// Emptied buckets' allocations kept for reuse, and the largest kept (in items): the many small
+/// buckets that settling empties and refills reuse them, while a rare large one is given back.
+const SPARES: usize = 16;
+const SPARE_ITEMS: usize = 1024;
 
 /// Items with unique 128-bit keys, popped in key order.
 #[derive(Debug, Clone)]
@@ -26,6 +30,10 @@ pub(super) struct Agenda<T> {
     filled: u128,
     /// Keys pushed below `last`.
     early: BinaryHeap<Reverse<Early<T>>>,
+    /// Small allocations of emptied buckets, for buckets that fill next: kept by their bucket,
+    /// every bucket's high-water mark would stay allocated; all given back, every settle would
+    /// allocate afresh (and generators on several threads contend for the allocator's locks).
+    spare: Vec<Vec<(u128, T)>>,
 }
 
 /// An early item, ordered by its key alone.
@@ -56,6 +64,7 @@ impl<T> Agenda<T> {
             buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
             filled: 0,
             early: BinaryHeap::new(),
+            spare: Vec::new(),
         }
     }
 
@@ -82,7 +91,13 @@ impl<T> Agenda<T> {
         if b > 0 {
             self.filled |= 1 << (b - 1);
         }
-        self.buckets[b].push((key, item));
+        let bucket = &mut self.buckets[b];
+        if bucket.capacity() == 0 {
+            if let Some(spare) = self.spare.pop() {
+                *bucket = spare;
+            }
+        }
+        bucket.push((key, item));
     }
 
     /// Makes the buckets' minimum the reference, in bucket 0 (unless the buckets are empty).
@@ -95,12 +110,13 @@ impl<T> Agenda<T> {
         }
         let b = self.filled.trailing_zeros() as usize + 1;
         self.filled &= !(1 << (b - 1));
-        // the emptied bucket gives its allocation back: kept, every bucket's high-water mark
-        // would stay allocated
-        let items = std::mem::take(&mut self.buckets[b]);
+        let mut items = std::mem::take(&mut self.buckets[b]);
         self.last = items.iter().map(|&(k, _)| k).min().unwrap_or(self.last);
-        for (key, item) in items {
+        for (key, item) in items.drain(..) {
             self.place(key, item);
+        }
+        if self.spare.len() < SPARES && items.capacity() <= SPARE_ITEMS {
+            self.spare.push(items);
         }
     }
 
