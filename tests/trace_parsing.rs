@@ -373,6 +373,38 @@ fn icmp_errors_keep_the_outer_header() {
 
 // ---------------------------------------------------------------- bad input
 
+/// Records larger than a read chunk (the reader asks for 256 KiB at a time) arrive over several
+/// refills of the container crate's buffer, in both formats.
+#[test]
+fn records_larger_than_a_read_chunk() {
+    let small = |port| {
+        ethernet(
+            0x0800,
+            &[],
+            &ipv4(17, [10, 0, 0, 1], [10, 0, 0, 2], &udp(port, 53)),
+        )
+    };
+    let mut big = small(2);
+    big.resize(big.len() + 700_000, 0xab);
+    let frames = [small(1), big, small(3)];
+    let classic: Vec<(u32, u32, Vec<u8>)> = frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (1_600_000_000 + i as u32, 0, f.clone()))
+        .collect();
+    let ng: Vec<(u64, Vec<u8>)> = frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (i as u64 * 1_000_000, f.clone()))
+        .collect();
+    for bytes in [pcap(1, false, false, &classic), pcapng(1, None, &ng)] {
+        let (rs, stats) = records(&bytes);
+        let ports: Vec<u16> = rs.iter().map(|r| r.sport).collect();
+        assert_eq!(ports, [1, 2, 3]);
+        assert_eq!(stats.records, 3);
+    }
+}
+
 fn two_packet_capture() -> Vec<u8> {
     let p = |d| {
         ethernet(

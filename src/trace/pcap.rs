@@ -28,8 +28,24 @@ pub enum CaptureFormat {
     PcapNg,
 }
 
-/// The bytes read to detect the format, then the rest of the input.
-type Input = Chain<Cursor<Vec<u8>>, Box<dyn Read + Send>>;
+/// The bytes read to detect the format, then the rest of the input, a chunk at a time.
+type Input = Chunked<Chain<Cursor<Vec<u8>>, Box<dyn Read + Send>>>;
+
+/// The most bytes a read asks for.
+const READ_CHUNK: usize = 256 * 1024;
+
+/// A reader whose reads ask for at most [`READ_CHUNK`] bytes. `pcap-file` buffers 8 MB and
+/// refills its buffer with one read, so with whole-buffer reads all 8 MB become resident; with
+/// chunks only the first `READ_CHUNK` bytes and a partial record do, and a record as large as
+/// the buffer still parses (over several refills).
+struct Chunked<R>(R);
+
+impl<R: Read> Read for Chunked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(READ_CHUNK);
+        self.0.read(&mut buf[..n])
+    }
+}
 
 /// One pcapng interface, as far as decoding needs it.
 #[derive(Debug, Clone, Copy)]
@@ -164,7 +180,7 @@ impl PcapTrace {
             }
             (CaptureFormat::PcapNg, None) => return Err(truncated_header(&path)),
         };
-        let input = Cursor::new(head).chain(input);
+        let input = Chunked(Cursor::new(head).chain(input));
         let header_error = |e| container_error(&path, e, "file header", 0);
         let source = match format {
             CaptureFormat::Pcap => {
