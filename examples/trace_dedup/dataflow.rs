@@ -6,7 +6,7 @@
 use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
 use crate::inflight::InFlight;
 use crate::source::{Mine, Plan, Rec};
-use chronobloom::core::hash::{KeyHash, Prehashed};
+use chronobloom::core::hash::{CanonicalBytes, Key, KeyHash, Prehashed};
 use chronobloom::core::temporal::{Tick, TimeRange};
 use chronobloom::operators::checkpoint::CheckpointError;
 use chronobloom::operators::dedup::stats::DedupStats;
@@ -143,8 +143,24 @@ type Routed<D> = (u32, u16, D);
 const ROUTE_BYTES: u64 = 4 + 2;
 
 /// A record inside a worker: its position (when the passed records are collected, else 0) and
-/// its key, hashed once for routing, dedup and index.
-type Local = (u64, Prehashed<FlowKey>);
+/// its key, hashed once for routing, dedup and index. As a [`Key`] it is its flow key, so the
+/// index takes the records themselves (no stream of keys copied out of them).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct Local {
+    seq: u64,
+    key: Prehashed<FlowKey>,
+}
+
+impl Key for Local {
+    fn write_canonical(&self, out: &mut CanonicalBytes) {
+        self.key.write_canonical(out);
+    }
+
+    #[inline]
+    fn key_hash(&self, seed: u64) -> KeyHash {
+        self.key.key_hash(seed)
+    }
+}
 
 /// Runs the job on this process's workers; `timely_args` are `-w`/`-n`/`-p`/`-h`.
 pub fn run(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> {
@@ -207,16 +223,21 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                                 for batch in data {
                                     for (offset, _, d) in batch.drain(..) {
                                         let hashed = Prehashed::new(d.key(), seed);
-                                        session
-                                            .give((start + u64::from(offset), (d.seq(), hashed)));
+                                        session.give((
+                                            start + u64::from(offset),
+                                            Local {
+                                                seq: d.seq(),
+                                                key: hashed,
+                                            },
+                                        ));
                                     }
                                 }
                             });
                         }
                     }),
                 );
-                let key = |d: &Local| d.1;
-                let keyed = records.clone().map(|(t, d)| (t, d.1));
+                let key = |d: &Local| d.key;
+                let keyed = records.clone();
                 let queries = resolve(queries, &job.queries);
                 // A snapshot that does not fit is reported and the dataflow built fresh, so every
                 // worker still builds the same dataflow; nothing is sent then.
@@ -282,7 +303,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 let collect = job.collect_passed;
                 dedup
                     .passed
-                    .flat_map(move |(_, d)| collect.then_some(d.0))
+                    .flat_map(move |(_, d)| collect.then_some(d.seq))
                     .exchange(|_| 0)
                     .inspect(move |&seq| o5.borrow_mut().report.passed.push(seq))
                     .probe_with(&probe);
@@ -407,7 +428,13 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                     flush(&mut sent, &mut x_in);
                 }
             } else {
-                kept.push((rec.tick, (D::of(&rec).seq(), hashed)));
+                kept.push((
+                    rec.tick,
+                    Local {
+                        seq: D::of(&rec).seq(),
+                        key: hashed,
+                    },
+                ));
                 if kept.len() == BATCH {
                     flush(&mut kept, &mut r_in);
                 }
