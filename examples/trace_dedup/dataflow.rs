@@ -3,6 +3,7 @@
 //! watermark); what worker 0 needs for the report (stats, digests, answers, each worker's tally,
 //! and with `--verify`/`--out` the passed records) is exchanged to it.
 
+use crate::bundle::{self, Bundle};
 use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
 use crate::inflight::InFlight;
 use crate::source::{Mine, Plan, Rec};
@@ -122,6 +123,7 @@ impl JobRecord for (u64, FlowKey) {
 
 /// Records a reader hands an input at a time: fuller messages than one `send` per record makes.
 const BATCH: usize = 1024;
+const _: () = assert!(BATCH <= bundle::MAX_RECORDS);
 
 /// Sends `batch` (when not empty) into `input` at its current time, leaving it empty.
 fn flush<T: Clone + 'static>(
@@ -135,12 +137,33 @@ fn flush<T: Clone + 'static>(
     }
 }
 
-/// A record routed to another worker: its tick's offset from its epoch's first tick (its
-/// timestamp), its dedup shard, and the record.
-type Routed<D> = (u32, u16, D);
+/// Sends every non-empty bundle of `bundles` (`bundles[w]` for worker `w`); returns their
+/// serialized bytes besides their records'.
+fn send_bundles<D: Clone + 'static>(
+    bundles: &mut [Vec<Routed<D>>],
+    input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Bundle<Routed<D>>>>>,
+) -> u64 {
+    let mut bytes = 0;
+    for (w, records) in bundles.iter_mut().enumerate() {
+        if !records.is_empty() {
+            let records = std::mem::take(records);
+            input.send(Bundle {
+                dest: w as u32,
+                records,
+            });
+            bytes += bundle::OVERHEAD_BYTES;
+        }
+    }
+    input.flush();
+    bytes
+}
 
-/// Serialized bytes of a routed record's offset and shard.
-const ROUTE_BYTES: u64 = 4 + 2;
+/// A record routed to another worker: its tick's offset from its epoch's first tick (its
+/// timestamp), and the record.
+type Routed<D> = (u32, D);
+
+/// Serialized bytes of a routed record's offset.
+const ROUTE_BYTES: u64 = 4;
 
 /// A record inside a worker: its position (when the passed records are collected, else 0) and
 /// its key, hashed once for routing, dedup and index. As a [`Key`] it is its flow key, so the
@@ -203,38 +226,32 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         let (mut r_in, mut x_in, mut q_in, mut t_in, handles) =
             worker.dataflow::<u64, _, _>(|scope| {
                 // Records kept by their reader arrive hashed; records for other workers travel as
-                // read (the key, not its hash) with their dedup shard, which names the worker
-                // owning the key, and their tick as an offset from their timestamp (the
-                // epoch's first tick), and are hashed where they land.
+                // read (the key, not its hash) in bundles for the worker owning their keys, with
+                // their tick as an offset from their timestamp (the epoch's first tick), and are
+                // hashed where they land.
                 let (r_in, kept) = scope.new_input::<Vec<(Tick, Local)>>();
-                let (x_in, sent) = scope.new_input::<Vec<Routed<D>>>();
+                let (x_in, sent) = scope.new_input::<Vec<Bundle<Routed<D>>>>();
                 let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
                 let (t_in, tallies) = scope.new_input::<Vec<WorkerTally>>();
-                let owners = owners.clone();
                 let records = kept.concat(
-                    sent.exchange(move |&(_, shard, _): &Routed<D>| {
-                        owners.get(usize::from(shard)).copied().unwrap_or(0)
-                    })
-                    .unary(Pipeline, "Landed", move |_, _| {
-                        move |input, output| {
-                            input.for_each_stamp(|cap, data| {
-                                let Some(&start) = cap.least() else { return };
-                                let mut session = output.session(&cap);
-                                for batch in data {
-                                    for (offset, _, d) in batch.drain(..) {
-                                        let hashed = Prehashed::new(d.key(), seed);
-                                        session.give((
-                                            start + u64::from(offset),
-                                            Local {
-                                                seq: d.seq(),
-                                                key: hashed,
+                    sent.exchange(|b: &Bundle<Routed<D>>| u64::from(b.dest))
+                        .unary(Pipeline, "Landed", move |_, _| {
+                            move |input, output| {
+                                input.for_each_stamp(|cap, data| {
+                                    let Some(&start) = cap.least() else { return };
+                                    let mut session = output.session(&cap);
+                                    for bundle in data.flat_map(|batch| batch.drain(..)) {
+                                        session.give_iterator(bundle.records.into_iter().map(
+                                            |(offset, d)| {
+                                                let key = Prehashed::new(d.key(), seed);
+                                                let seq = d.seq();
+                                                (start + u64::from(offset), Local { seq, key })
                                             },
                                         ));
                                     }
-                                }
-                            });
-                        }
-                    }),
+                                });
+                            }
+                        }),
                 );
                 let key = |d: &Local| d.key;
                 let keyed = records.clone();
@@ -334,7 +351,8 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         let mut next_ckpt = ckpt.map(|c| c.next_after(resume_at));
         let mut mark = SourceMark::default();
         let pace = Pace::new(job.rate, peers);
-        let (mut kept, mut sent) = (Vec::with_capacity(BATCH), Vec::with_capacity(BATCH));
+        let mut kept = Vec::with_capacity(BATCH);
+        let mut sent: Vec<Vec<Routed<D>>> = (0..peers).map(|_| Vec::new()).collect();
         let mut ahead = InFlight::new(job.in_flight, job.in_flight_records);
         for rec in reader.by_ref() {
             if error.is_some() {
@@ -350,7 +368,8 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             let raw = raw_bytes(&rec.key);
             let hashed = Prehashed::new(rec.key, seed);
             let shard = job.dedup.shard_of(hashed.hash());
-            let routed = route && owners.get(shard as usize).copied() != Some(me as u64);
+            let owner = owners.get(shard as usize).map_or(me, |&o| o as usize);
+            let routed = route && owner != me;
             tally.raw_bytes += raw;
             if routed {
                 tally.routed_bytes += ROUTE_BYTES + D::WIRE_EXTRA + rec.key.wire_len();
@@ -376,7 +395,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 open = e;
                 let t = e * epoch;
                 flush(&mut kept, &mut r_in);
-                flush(&mut sent, &mut x_in);
+                tally.routed_bytes += send_bundles(&mut sent, &mut x_in);
                 r_in.advance_to(t);
                 x_in.advance_to(t);
                 q_in.advance_to(t);
@@ -422,10 +441,16 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             }
             ahead.record();
             if routed {
-                // below MAX_SHARDS (4096); the epoch is at most 2^32 ticks long (main.rs)
-                sent.push(((rec.tick - e * epoch) as u32, shard as u16, D::of(&rec)));
-                if sent.len() == BATCH {
-                    flush(&mut sent, &mut x_in);
+                // the epoch is at most 2^32 ticks long (main.rs)
+                let records = &mut sent[owner];
+                records.push(((rec.tick - e * epoch) as u32, D::of(&rec)));
+                if records.len() == BATCH {
+                    x_in.send(Bundle {
+                        dest: owner as u32,
+                        records: std::mem::replace(records, Vec::with_capacity(BATCH)),
+                    });
+                    x_in.flush();
+                    tally.routed_bytes += bundle::OVERHEAD_BYTES;
                 }
             } else {
                 kept.push((
@@ -445,7 +470,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             }
         }
         flush(&mut kept, &mut r_in);
-        flush(&mut sent, &mut x_in);
+        tally.routed_bytes += send_bundles(&mut sent, &mut x_in);
         if let Some(m) = expected_mark.filter(|&m| m != mark) {
             error = error.or(Some(changed_input(m, mark)));
         }
