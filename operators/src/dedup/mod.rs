@@ -47,10 +47,12 @@
 //! * [`DedupMode::Local`]: records stay on their worker, which holds every shard. A record at `t`
 //!   is dropped iff its key is in the worker's shard filters, which hold its own keys at their ticks
 //!   and the **global view** ([`WindowView`](view::WindowView)): the other workers' keys of closed epochs, shipped as
-//!   fingerprints when an epoch's ticks are decided and inserted at the epoch's last tick before
-//!   the first tick of a later epoch is decided. Ticks of epoch `e` are decided only once every
-//!   delta of epochs before `e` has arrived, so the outcome is deterministic for a given placement
-//!   of records on workers. What may differ from `ByKey`:
+//!   fingerprints when the input frontier passes an epoch (on an output of their own, so a
+//!   worker waits on the others' input, never on their deciding: the epochs pipeline) and
+//!   inserted at the epoch's last tick before the first tick of a later epoch is decided. Ticks
+//!   of epoch `e` are decided only once every delta of epochs before `e` has arrived, so the
+//!   outcome is deterministic for a given placement of records on workers. What may differ from
+//!   `ByKey`:
 //!   - **missed duplicates**: a key seen by *another* worker in the same (still open) epoch as `t`
 //!     passes again. A duplicate whose earlier occurrence is at least one epoch boundary away is
 //!     always caught; in particular one at least `epoch_len` ticks earlier (and less than `W`).
@@ -93,7 +95,7 @@ use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
 use timely::dataflow::operators::generic::OutputBuilder;
-use timely::dataflow::operators::{ConnectLoop, Feedback, OkErr};
+use timely::dataflow::operators::{ConnectLoop, Feedback};
 use timely::dataflow::StreamVec;
 use timely::ExchangeData;
 use view::ViewDelta;
@@ -213,13 +215,6 @@ pub trait TimedDedup<'scope, D> {
         F: Fn(&D) -> K + 'static;
 }
 
-/// What the deciding operator emits besides passed records.
-#[derive(Debug, Clone)]
-enum Side {
-    Stats(Box<DedupStats>),
-    Delta(ViewDelta),
-}
-
 /// Bytes of records this worker's router sent other workers, per epoch.
 type Routed = Rc<RefCell<BTreeMap<u64, u64>>>;
 
@@ -303,16 +298,21 @@ fn build<'scope, D: ExchangeData>(
     let checkpoint = DedupCheckpoint {
         state: Rc::clone(&shared) as Rc<RefCell<dyn resume::Export>>,
     };
-    // Two outputs, so that passed records go out as whole containers, never one by one.
+    // Three outputs: passed records (as whole containers, never one by one), statistics, and
+    // view deltas, whose capabilities follow the input alone (the loop of deltas back to the
+    // operators never waits on a worker's deciding).
     let mut builder = OperatorBuilder::new("Dedup".to_owned(), scope);
     let mut records = builder.new_input(records, Pipeline);
     let mut deltas = builder.new_input(deltas, Exchange::new(|d: &ViewDelta| u64::from(d.dest)));
     let (passed_out, passed) = builder.new_output::<Vec<(Tick, D)>>();
-    let (side_out, side) = builder.new_output::<Vec<Side>>();
+    let (side_out, stats) = builder.new_output::<Vec<DedupStats>>();
+    let (delta_out, deltas_out) = builder.new_output::<Vec<ViewDelta>>();
     let mut passed_out: OutputBuilder<u64, CapacityContainerBuilder<Vec<(Tick, D)>>> =
         OutputBuilder::from(passed_out);
-    let mut side_out: OutputBuilder<u64, CapacityContainerBuilder<Vec<Side>>> =
+    let mut side_out: OutputBuilder<u64, CapacityContainerBuilder<Vec<DedupStats>>> =
         OutputBuilder::from(side_out);
+    let mut delta_out: OutputBuilder<u64, CapacityContainerBuilder<Vec<ViewDelta>>> =
+        OutputBuilder::from(delta_out);
     builder.build(move |caps| {
         // Capabilities are taken from the data (or for the epochs a checkpoint carried); time 0
         // must not be held.
@@ -326,7 +326,9 @@ fn build<'scope, D: ExchangeData>(
             state.delta_frontier = d_frontier.frontier().first().copied().unwrap_or(u64::MAX);
             let mut passed_out = passed_out.activate();
             let mut side_out = side_out.activate();
+            let mut delta_out = delta_out.activate();
             let (pass_port, side_port) = (passed_out.output_index(), side_out.output_index());
+            let delta_port = delta_out.output_index();
             deltas.for_each_stamp(|cap, data| {
                 let Some(&t) = cap.least() else { return };
                 let last = state.config.epoch_last(state.config.epoch_of(t));
@@ -346,39 +348,30 @@ fn build<'scope, D: ExchangeData>(
                             *source,
                             |t| cap.delayed(&t, pass_port),
                             |t| cap.delayed(&t, side_port),
+                            |t| cap.delayed(&t, delta_port),
                         );
                     }
                 }
             });
+            for (cap, delta) in state.ship(r_frontier) {
+                delta_out.session(&cap).give(delta);
+            }
             while let Some((e, epoch)) = state.next_epoch(r_frontier, d_frontier) {
                 let first = state.config.epoch_start(e);
-                for (cap, delta) in state.ship(Some(first), r_frontier) {
-                    side_out.session(&cap).give(Side::Delta(delta));
-                }
                 for (cap, stats) in state.finished(Some(first), r_frontier, d_frontier) {
-                    side_out.session(&cap).give(Side::Stats(Box::new(stats)));
+                    side_out.session(&cap).give(stats);
                 }
                 state.retire(Some(first));
                 let mut passed = state.decide(e, epoch.records);
                 passed_out.session(&epoch.cap).give_container(&mut passed);
             }
             let horizon = state.horizon(r_frontier);
-            for (cap, delta) in state.ship(horizon, r_frontier) {
-                side_out.session(&cap).give(Side::Delta(delta));
-            }
             for (cap, stats) in state.finished(horizon, r_frontier, d_frontier) {
-                side_out.session(&cap).give(Side::Stats(Box::new(stats)));
+                side_out.session(&cap).give(stats);
             }
             state.retire(horizon);
         }
     });
-    let (stats, deltas): (
-        StreamVec<'scope, u64, DedupStats>,
-        StreamVec<'scope, u64, ViewDelta>,
-    ) = side.ok_err(|s| match s {
-        Side::Stats(s) => Ok(*s),
-        Side::Delta(d) => Err(d),
-    });
-    deltas.connect_loop(handle);
+    deltas_out.connect_loop(handle);
     (DedupStreams { passed, stats }, checkpoint)
 }

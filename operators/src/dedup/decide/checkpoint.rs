@@ -59,6 +59,9 @@ impl<D> Export for DecideState<D> {
         if !self.pending.is_empty() {
             return Err(held("records", self.pending.keys().next().copied()));
         }
+        if let Some(&e) = self.outgoing.keys().next() {
+            return Err(held("a view delta", Some(e)));
+        }
         // Epochs at or after the boundary may be open with the bytes of view deltas received
         // for them (`Local`); their statistics are carried over.
         if self.view.is_some() && self.delta_frontier <= boundary {

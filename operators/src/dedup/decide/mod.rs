@@ -35,9 +35,15 @@ struct OpenEpoch {
     stats: DedupStats,
     /// Bytes of fingerprinted records received (`ByKey`, several workers).
     bytes_in: u64,
-    /// Fingerprints this worker inserted in the epoch, for the other workers (`Local`, several
-    /// workers); `None` once shipped.
-    outgoing: Option<Vec<u64>>,
+}
+
+/// The fingerprints of an epoch's records, for the other workers (`Local`, several workers),
+/// with a capability of the delta output at the epoch's last tick: the delta goes out once the
+/// input frontier passes the epoch, whatever this worker's decisions, so a worker never waits on
+/// another's deciding, only on its input.
+struct Outgoing {
+    cap: Capability<u64>,
+    keys: Vec<u64>,
 }
 
 /// A record's place in an epoch's shard order, with what the deciding loops read of it, so they
@@ -61,6 +67,7 @@ pub(super) struct DecideState<D> {
     view: Option<WindowView>,
     pending: BTreeMap<u64, PendingEpoch<D>>,
     epochs: BTreeMap<u64, OpenEpoch>,
+    outgoing: BTreeMap<u64, Outgoing>,
     routed: Routed,
     key: KeyBytes<D>,
     fp: Fingerprint<D>,
@@ -110,6 +117,7 @@ impl<D: ExchangeData> DecideState<D> {
             view,
             pending: BTreeMap::new(),
             epochs: BTreeMap::new(),
+            outgoing: BTreeMap::new(),
             routed,
             key,
             fp,
@@ -133,18 +141,16 @@ impl<D: ExchangeData> DecideState<D> {
 
     fn open_epoch(&mut self, e: u64, cap: impl FnOnce() -> Capability<u64>) -> &mut OpenEpoch {
         let (me, mode) = (self.me as u32, self.config.mode());
-        let outgoing = self.view.is_some().then(Vec::new);
         self.epochs.entry(e).or_insert_with(|| OpenEpoch {
             cap: cap(),
             stats: DedupStats::new(e, me, mode),
             bytes_in: 0,
-            outgoing,
         })
     }
 
     /// Buffers a batch of records stamped `ts` in their epochs (a late record, below `ts`, at
-    /// `ts`), leaving `batch` empty; `pass_cap(t)` and `epoch_cap(t)` make capabilities at `t`
-    /// for the passed records and the side output.
+    /// `ts`), leaving `batch` empty; `pass_cap(t)`, `epoch_cap(t)` and `delta_cap(t)` make
+    /// capabilities at `t` for the passed records, the side output and the view deltas.
     pub fn accept(
         &mut self,
         ts: Tick,
@@ -152,6 +158,7 @@ impl<D: ExchangeData> DecideState<D> {
         source: u32,
         mut pass_cap: impl FnMut(Tick) -> Capability<u64>,
         mut epoch_cap: impl FnMut(Tick) -> Capability<u64>,
+        mut delta_cap: impl FnMut(Tick) -> Capability<u64>,
     ) {
         if self.config.mode() == DedupMode::ByKey && source as usize != self.me {
             let bytes = super::route::wire_bytes(batch);
@@ -181,6 +188,12 @@ impl<D: ExchangeData> DecideState<D> {
                         slot.cap = pass_cap(at);
                     }
                     self.open_epoch(e, || epoch_cap(last));
+                    if self.view.is_some() {
+                        self.outgoing.entry(e).or_insert_with(|| Outgoing {
+                            cap: delta_cap(last),
+                            keys: Vec::new(),
+                        });
+                    }
                     current = Some((e, first, last));
                     e
                 }
@@ -192,6 +205,9 @@ impl<D: ExchangeData> DecideState<D> {
             }
             if let Some(slot) = self.pending.get_mut(&e) {
                 slot.records.push((t, fp, d));
+            }
+            if let Some(out) = self.outgoing.get_mut(&e) {
+                out.keys.push(fp);
             }
         }
     }
@@ -210,24 +226,25 @@ impl<D: ExchangeData> DecideState<D> {
             .saturating_add(u64::from(!accepted));
     }
 
-    /// Takes the fingerprints of the epochs whose records are all decided (closed by the input
-    /// frontier, none before `next` waiting), one delta per other worker.
+    /// Takes the fingerprints of the epochs the input frontier has passed (every record of them
+    /// is here: each is inserted when its epoch is decided), one delta per other worker, with
+    /// the delta output's capability of its epoch.
     pub fn ship(
         &mut self,
-        next: Option<Tick>,
         r_frontier: &MutableAntichain<u64>,
     ) -> Vec<(Capability<u64>, ViewDelta)> {
         let mut out = Vec::new();
-        for (&e, epoch) in self.epochs.iter_mut() {
-            let last = self.config.epoch_last(e);
-            if r_frontier.less_equal(&last) || next.is_some_and(|t| t <= last) {
+        while let Some((&e, _)) = self.outgoing.first_key_value() {
+            if r_frontier.less_equal(&self.config.epoch_last(e)) {
                 break;
             }
-            // an epoch without keys ships nothing (an empty delta would open the next epoch at
-            // its receiver, which would ship one back, and so on)
-            let Some(mut keys) = epoch.outgoing.take().filter(|k| !k.is_empty()) else {
-                continue;
+            let Some((_, Outgoing { cap, mut keys })) = self.outgoing.pop_first() else {
+                break;
             };
+            // an epoch without keys ships nothing (dropping its capability is enough)
+            if keys.is_empty() {
+                continue;
+            }
             keys.sort_unstable();
             keys.dedup();
             for dest in (0..self.peers).filter(|&d| d != self.me) {
@@ -237,8 +254,11 @@ impl<D: ExchangeData> DecideState<D> {
                     dest: dest as u32,
                     keys: keys.clone(),
                 };
-                epoch.stats.bytes_sent = epoch.stats.bytes_sent.saturating_add(delta.wire_bytes());
-                out.push((epoch.cap.clone(), delta));
+                if let Some(epoch) = self.epochs.get_mut(&e) {
+                    epoch.stats.bytes_sent =
+                        epoch.stats.bytes_sent.saturating_add(delta.wire_bytes());
+                }
+                out.push((cap.clone(), delta));
             }
         }
         out
@@ -303,10 +323,6 @@ impl<D: ExchangeData> DecideState<D> {
     pub fn decide(&mut self, e: u64, mut records: Vec<Fingerprinted<D>>) -> Vec<(Tick, D)> {
         self.apply_view(e);
         let mut unplaced = 0;
-        let mut outgoing = self
-            .epochs
-            .get_mut(&e)
-            .and_then(|epoch| epoch.outgoing.take());
         // Shard by shard (keys of different shards never share cells), tick by tick within a
         // shard, the lines of the next records requested ahead so their misses overlap:
         // 1. every key of a tick is checked against the state before the tick,
@@ -356,11 +372,6 @@ impl<D: ExchangeData> DecideState<D> {
                     if found == Found::Recent && fresh[i] {
                         repeats.push((t, fp));
                     }
-                    // every key inserted travels (once: `ship` drops repeats), since a peer
-                    // remembers it from the epoch's last tick
-                    if let Some(out) = outgoing.as_mut() {
-                        out.push(fp);
-                    }
                 });
                 if placed.is_err() {
                     unplaced += run.len() as u64;
@@ -368,9 +379,6 @@ impl<D: ExchangeData> DecideState<D> {
             }
         }
         self.order = order;
-        if let Some(epoch) = self.epochs.get_mut(&e) {
-            epoch.outgoing = outgoing;
-        }
         let same_tick = self
             .same_tick
             .resolve(&records, &repeats, &mut fresh, &self.key);
