@@ -9,6 +9,7 @@ use chronobloom_core::bloom::{blocked_probes, FilterShape, Layout, BLOCK_BITS};
 use chronobloom_core::hash::{BucketMix, FastMod, Key, KeyHash};
 use chronobloom_core::prefetch::prefetch;
 use chronobloom_core::temporal::{dyadic_cover, Allocation, Answer, Pbf2, Tick, TimeRange};
+use recent::RecentPoints;
 pub(crate) use snapshot::{MergedSnapshot, MergedSnapshotRef};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -229,37 +230,45 @@ impl LevelShard {
         }
     }
 
-    /// Sets the probe bits of each distinct `(lo, hi, bucket)` pair (buckets in `first..=last`)
-    /// that this shard holds. A wholly held blocked level takes the direct path: the block of the
-    /// pair `AHEAD` places on is prefetched, and the pair's bits are set in its one block.
-    fn insert_pairs(&mut self, pairs: &[(u64, u64, u64)], first: u64, last: u64) {
+    /// Sets, at level `level`, the probe bits of each distinct `(lo, hi, bucket, set_from)` pair
+    /// (buckets in `first..=last`) that this shard holds, but for the pairs whose bits are set
+    /// from a level at or below this one (`set_from ≤ level`). A wholly held blocked level takes
+    /// the direct path: the block of the pair `AHEAD` places on is prefetched, and the pair's bits
+    /// are set in its one block.
+    fn insert_pairs(&mut self, pairs: &[(u64, u64, u64, u32)], level: u32, first: u64, last: u64) {
         const AHEAD: usize = 32;
         let mixes: Vec<BucketMix> = (first..=last).map(BucketMix::of).collect();
-        let at = |&(lo, hi, b): &(u64, u64, u64)| {
-            let mix = mixes.get((b - first) as usize)?;
-            Some(KeyHash { lo, hi }.at_mixed(*mix))
-        };
+        let hashes = pairs
+            .iter()
+            .filter(|r| level < r.3)
+            .filter_map(|&(lo, hi, b, _)| {
+                let mix = mixes.get((b - first) as usize)?;
+                Some(KeyHash { lo, hi }.at_mixed(*mix))
+            });
         let Some(blocks) = self.modulus.filter(|_| {
             self.layout == Layout::Blocked
                 && self.first == 0
                 && self.words.len() as u64 * 64 >= self.shape.bits
         }) else {
-            return self.insert_each(pairs.iter().filter_map(at));
+            return self.insert_each(hashes);
         };
         let k = self.shape.hashes;
-        // Only `lo` places a blocked probe; slot `i % AHEAD` holds pair `i` until it is set.
+        // Only `lo` places a blocked probe; slot `n % AHEAD` holds the `n`th hash until it is set.
         let mut ring = [0u64; AHEAD];
-        for i in 0..pairs.len() + AHEAD {
-            if i >= AHEAD {
-                self.set_block_probes(ring[i % AHEAD], k, blocks);
+        let mut n = 0;
+        for h in hashes {
+            if n >= AHEAD {
+                self.set_block_probes(ring[n % AHEAD], k, blocks);
             }
-            if let Some(h) = pairs.get(i).and_then(at) {
-                prefetch(
-                    &self.words,
-                    (blocks.reduce(h.lo) * BLOCK_BITS / 64) as usize,
-                );
-                ring[i % AHEAD] = h.lo;
-            }
+            prefetch(
+                &self.words,
+                (blocks.reduce(h.lo) * BLOCK_BITS / 64) as usize,
+            );
+            ring[n % AHEAD] = h.lo;
+            n += 1;
+        }
+        for j in n.saturating_sub(AHEAD)..n {
+            self.set_block_probes(ring[j % AHEAD], k, blocks);
         }
     }
 
@@ -352,6 +361,8 @@ pub struct MergedState {
     me: usize,
     peers: usize,
     partitions: BTreeMap<u64, PartitionShard>,
+    /// Where keys were last inserted, to skip the levels whose bits they already set.
+    recent: RecentPoints,
 }
 
 impl MergedState {
@@ -367,6 +378,7 @@ impl MergedState {
             me: me.min(peers.saturating_sub(1)),
             peers: peers.max(1),
             partitions: BTreeMap::new(),
+            recent: RecentPoints::new(),
         }
     }
 
@@ -417,15 +429,18 @@ impl MergedState {
         // inserting (key, bucket) once is enough (the bits are the same). A coarser level's
         // buckets are a finer one's shifted, so each level coarsens the previous level's distinct
         // pairs and drops the repeats: the coarse levels see about one pair per key, not one per
-        // record.
-        let mut pairs: Vec<(u64, u64, Tick)> = records
+        // record. A key this state inserted at point `q` before has its bits set from level
+        // `bitlen(point ⊕ q)` up (`RecentPoints`): a pair carries that level and is not
+        // inserted from it on.
+        let mut pairs: Vec<(u64, u64, Tick, u32)> = records
             .iter_from(first)
             .filter(|&(_, t)| inside(t))
-            .map(|(h, t)| (h.lo, h.hi, (t - start) / resolution))
+            .map(|(h, t)| (h.lo, h.hi, (t - start) / resolution, 0))
             .collect();
         // Shipped records arrive sorted without repeats (`EpochRecords::dedup_points`).
-        if !pairs.is_sorted_by(|a, b| a < b) {
-            super::pairs::sort_dedup(&mut pairs, &mut Vec::new());
+        if !pairs.is_sorted_by(|a, b| (a.0, a.1, a.2) < (b.0, b.1, b.2)) {
+            pairs.sort_unstable();
+            pairs.dedup_by_key(|r| (r.0, r.1, r.2));
         }
         let (Some(lo_tick), Some(hi_tick)) = (
             pairs.iter().map(|r| r.2).min(),
@@ -433,6 +448,15 @@ impl MergedState {
         ) else {
             return refused;
         };
+        for r in pairs.iter_mut() {
+            r.3 = self.recent.skip_from(r.0, r.1, p, r.2);
+        }
+        // a key's last point of the epoch (its pairs are neighbours, in point order)
+        for w in pairs.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+            if let Some(&(lo, hi, point, _)) = w.last() {
+                self.recent.record(lo, hi, p, point);
+            }
+        }
         // Levels this shard does not hold are skipped over: the pairs are coarsened straight to
         // the next level it holds.
         let mut at = 0;
@@ -442,10 +466,17 @@ impl MergedState {
             }
             if l > at {
                 pairs.iter_mut().for_each(|r| r.2 >>= l - at);
-                pairs.dedup();
+                // a merged pair is inserted while any of the pairs it stands for needs it
+                pairs.dedup_by(|b, a| {
+                    let same = (a.0, a.1, a.2) == (b.0, b.1, b.2);
+                    if same {
+                        a.3 = a.3.max(b.3);
+                    }
+                    same
+                });
                 at = l;
             }
-            level.insert_pairs(&pairs, lo_tick >> l, hi_tick >> l);
+            level.insert_pairs(&pairs, l as u32, lo_tick >> l, hi_tick >> l);
         }
         refused
     }
@@ -648,6 +679,7 @@ impl PartitionShard {
     }
 }
 
+mod recent;
 mod snapshot;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -125,3 +125,52 @@ fn epoch_records_insert_like_one_by_one() {
         }
     }
 }
+
+/// The levels skipped for a key inserted before (`RecentPoints`) hold exactly the bits inserting
+/// every record sets, for every shard: keys recur across epochs and across the boundary of two
+/// partitions (where nothing remembered may be used), few keys (every one remembered) and many
+/// (their slots collide and are overwritten), at ticks far apart and close.
+#[test]
+fn remembered_points_skip_only_levels_already_set() {
+    let cases = [(40u64, 1024u64), (60_000, 1024), (60_000, 7)];
+    for (layout, (universe, spread)) in [Layout::Blocked, Layout::Standard]
+        .into_iter()
+        .flat_map(|l| cases.map(|c| (l, c)))
+    {
+        let cfg = IndexConfig::builder()
+            .epoch_len(64)
+            .partition_len(1024)
+            .partitions(2)
+            .bits(1 << 16)
+            .layout(layout)
+            .build()
+            .unwrap();
+        let allocation = cfg.allocation().clone();
+        for (me, peers) in [(0, 1), (1, 2)] {
+            let mut batch = MergedState::shard(&cfg, me, peers);
+            let mut single = batch.clone();
+            for p in 0..2 {
+                assert!(batch.announce(p, &allocation) && single.announce(p, &allocation));
+            }
+            for epoch in 0..32u64 {
+                let start = epoch * 64;
+                let mut records = EpochRecords::new(start, 64);
+                for i in 0..2_000u64 {
+                    let r = mix64(epoch * 10_000 + i);
+                    let key = r % universe;
+                    // a key's ticks: near its own offset, or anywhere in the epoch
+                    let tick = start + (mix64(key) % 64 + (r >> 40) % spread) % 64;
+                    let hash = KeyHash::of(&key, cfg.seed());
+                    records.push(hash, tick, layout == Layout::Standard);
+                    single.insert_hash(hash, tick).unwrap();
+                }
+                assert_eq!(batch.insert_records(epoch, &records), 0);
+            }
+            assert_eq!(
+                batch, single,
+                "{layout:?}, {universe} keys, worker {me} of {peers}"
+            );
+            assert_eq!(batch.refresh_blocks(), single.refresh_blocks());
+        }
+    }
+}
