@@ -87,41 +87,58 @@ fn bitmap_deltas_merge_like_single_words() {
     }
 }
 
+/// Inserts epochs `0..epochs` of 64 ticks, `n` records each (`record(epoch, i)` gives the key
+/// and the tick), into shard `me` of `peers` of partitions `0..partitions` (1,024 ticks each), as
+/// epoch batches and record by record, and asserts that both leave the same words, counts of ones
+/// and changed blocks.
+fn assert_batches_insert_like_one_by_one(
+    layout: Layout,
+    (me, peers): (usize, usize),
+    (partitions, epochs, n): (u64, u64, u64),
+    record: impl Fn(u64, u64) -> (u64, Tick),
+    what: &str,
+) {
+    let cfg = IndexConfig::builder()
+        .epoch_len(64)
+        .partition_len(1024)
+        .partitions(2)
+        .bits(1 << 16)
+        .layout(layout)
+        .build()
+        .unwrap();
+    let allocation = cfg.allocation().clone();
+    let mut batch = MergedState::shard(&cfg, me, peers);
+    let mut single = batch.clone();
+    for p in 0..partitions {
+        assert!(batch.announce(p, &allocation) && single.announce(p, &allocation));
+    }
+    for epoch in 0..epochs {
+        let mut records = EpochRecords::new(epoch * 64, 64);
+        for i in 0..n {
+            let (key, tick) = record(epoch, i);
+            let hash = KeyHash::of(&key, cfg.seed());
+            records.push(hash, tick, layout == Layout::Standard);
+            single.insert_hash(hash, tick).unwrap();
+        }
+        assert_eq!(batch.insert_records(epoch, &records), 0);
+    }
+    assert_eq!(batch, single, "{layout:?}, worker {me} of {peers}, {what}");
+    assert_eq!(batch.refresh_blocks(), single.refresh_blocks());
+}
+
 /// An epoch's records inserted as a batch (coarsened level by level, repeats dropped) leave every
 /// shard exactly as inserting each record at its tick does: words, counts of ones, changed
-/// blocks. Both layouts; keys repeat within and across epochs, ticks repeat, and a few ticks
-/// fall outside the partition (refused).
+/// blocks. Both layouts; keys repeat within and across epochs, and ticks repeat.
 #[test]
 fn epoch_records_insert_like_one_by_one() {
     for layout in [Layout::Blocked, Layout::Standard] {
-        let cfg = IndexConfig::builder()
-            .epoch_len(64)
-            .partition_len(1024)
-            .partitions(2)
-            .bits(1 << 16)
-            .layout(layout)
-            .build()
-            .unwrap();
-        let allocation = cfg.allocation().clone();
-        for (me, peers) in [(0, 1), (0, 2), (1, 2)] {
-            let mut batch = MergedState::shard(&cfg, me, peers);
-            let mut single = batch.clone();
-            assert!(batch.announce(0, &allocation) && single.announce(0, &allocation));
-            for epoch in 0..16u64 {
-                let start = epoch * 64;
-                let mut records = EpochRecords::new(start, 64);
-                for i in 0..300u64 {
-                    let r = mix64(epoch * 1000 + i);
-                    let key = r % 40; // few keys: many repeats at every level
-                    let tick = start + (r >> 20) % 64;
-                    let hash = KeyHash::of(&key, cfg.seed());
-                    records.push(hash, tick, layout == Layout::Standard);
-                    single.insert_hash(hash, tick).unwrap();
-                }
-                assert_eq!(batch.insert_records(epoch, &records), 0);
-            }
-            assert_eq!(batch, single, "{layout:?}, worker {me} of {peers}");
-            assert_eq!(batch.refresh_blocks(), single.refresh_blocks());
+        for shard in [(0, 1), (0, 2), (1, 2)] {
+            let record = |epoch: u64, i: u64| {
+                let r = mix64(epoch * 1000 + i);
+                // few keys: many repeats at every level
+                (r % 40, epoch * 64 + (r >> 20) % 64)
+            };
+            assert_batches_insert_like_one_by_one(layout, shard, (1, 16, 300), record, "40 keys");
         }
     }
 }
@@ -132,45 +149,21 @@ fn epoch_records_insert_like_one_by_one() {
 /// (their slots collide and are overwritten), at ticks far apart and close.
 #[test]
 fn remembered_points_skip_only_levels_already_set() {
-    let cases = [(40u64, 1024u64), (60_000, 1024), (60_000, 7)];
-    for (layout, (universe, spread)) in [Layout::Blocked, Layout::Standard]
-        .into_iter()
-        .flat_map(|l| cases.map(|c| (l, c)))
-    {
-        let cfg = IndexConfig::builder()
-            .epoch_len(64)
-            .partition_len(1024)
-            .partitions(2)
-            .bits(1 << 16)
-            .layout(layout)
-            .build()
-            .unwrap();
-        let allocation = cfg.allocation().clone();
-        for (me, peers) in [(0, 1), (1, 2)] {
-            let mut batch = MergedState::shard(&cfg, me, peers);
-            let mut single = batch.clone();
-            for p in 0..2 {
-                assert!(batch.announce(p, &allocation) && single.announce(p, &allocation));
-            }
-            for epoch in 0..32u64 {
-                let start = epoch * 64;
-                let mut records = EpochRecords::new(start, 64);
-                for i in 0..2_000u64 {
+    for layout in [Layout::Blocked, Layout::Standard] {
+        for (universe, spread) in [(40u64, 1024u64), (60_000, 1024), (60_000, 7)] {
+            for shard in [(0, 1), (1, 2)] {
+                let record = |epoch: u64, i: u64| {
                     let r = mix64(epoch * 10_000 + i);
                     let key = r % universe;
                     // a key's ticks: near its own offset, or anywhere in the epoch
-                    let tick = start + (mix64(key) % 64 + (r >> 40) % spread) % 64;
-                    let hash = KeyHash::of(&key, cfg.seed());
-                    records.push(hash, tick, layout == Layout::Standard);
-                    single.insert_hash(hash, tick).unwrap();
-                }
-                assert_eq!(batch.insert_records(epoch, &records), 0);
+                    (
+                        key,
+                        epoch * 64 + (mix64(key) % 64 + (r >> 40) % spread) % 64,
+                    )
+                };
+                let what = format!("{universe} keys, spread {spread}");
+                assert_batches_insert_like_one_by_one(layout, shard, (2, 32, 2_000), record, &what);
             }
-            assert_eq!(
-                batch, single,
-                "{layout:?}, {universe} keys, worker {me} of {peers}"
-            );
-            assert_eq!(batch.refresh_blocks(), single.refresh_blocks());
         }
     }
 }
