@@ -137,6 +137,21 @@ fn flush<T: Clone + 'static>(
     }
 }
 
+/// Sends `records` to worker `dest` as one bundle at once (leaving `records` empty, with room for
+/// a batch); returns the bundle's serialized bytes besides its records'.
+fn send_bundle<D: Clone + 'static>(
+    input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Bundle<Routed<D>>>>>,
+    dest: usize,
+    records: &mut Vec<Routed<D>>,
+) -> u64 {
+    input.send(Bundle {
+        dest: dest as u32,
+        records: std::mem::replace(records, Vec::with_capacity(BATCH)),
+    });
+    input.flush();
+    bundle::OVERHEAD_BYTES
+}
+
 /// Sends every non-empty bundle of `bundles` (`bundles[w]` for worker `w`); returns their
 /// serialized bytes besides their records'.
 fn send_bundles<D: Clone + 'static>(
@@ -146,15 +161,9 @@ fn send_bundles<D: Clone + 'static>(
     let mut bytes = 0;
     for (w, records) in bundles.iter_mut().enumerate() {
         if !records.is_empty() {
-            let records = std::mem::take(records);
-            input.send(Bundle {
-                dest: w as u32,
-                records,
-            });
-            bytes += bundle::OVERHEAD_BYTES;
+            bytes += send_bundle(input, w, records);
         }
     }
-    input.flush();
     bytes
 }
 
@@ -445,12 +454,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 let records = &mut sent[owner];
                 records.push(((rec.tick - e * epoch) as u32, D::of(&rec)));
                 if records.len() == BATCH {
-                    x_in.send(Bundle {
-                        dest: owner as u32,
-                        records: std::mem::replace(records, Vec::with_capacity(BATCH)),
-                    });
-                    x_in.flush();
-                    tally.routed_bytes += bundle::OVERHEAD_BYTES;
+                    tally.routed_bytes += send_bundle(&mut x_in, owner, records);
                 }
             } else {
                 kept.push((

@@ -117,6 +117,13 @@ impl<C: ColCount, R: Reduce> ValueTests<'_, C, R> {
         })
     }
 
+    /// Whether the value hashed to `h` has all its columns set in each of `rows`.
+    #[inline]
+    fn has_value(&self, rows: &[u64], h: KeyHash) -> bool {
+        let cols = self.count.cols(self.g, h, self.class_cols);
+        self.has(rows, cols.as_ref())
+    }
+
     /// Requests, in each of `rows`, the line of the tuple's first column.
     #[inline]
     fn request(&self, rows: &[u64], h: KeyHash) {
@@ -135,8 +142,7 @@ impl<C: ColCount, R: Reduce> RowTests for ValueTests<'_, C, R> {
 
     #[inline]
     fn first(&self, h: KeyHash) -> bool {
-        let cols = self.count.cols(self.g, h, self.class_cols);
-        self.has(self.first, cols.as_ref())
+        self.has_value(self.first, h)
     }
 
     #[inline]
@@ -146,8 +152,7 @@ impl<C: ColCount, R: Reduce> RowTests for ValueTests<'_, C, R> {
 
     #[inline]
     fn rest(&self, h: KeyHash) -> bool {
-        let cols = self.count.cols(self.g, h, self.class_cols);
-        self.has(self.rest, cols.as_ref())
+        self.has_value(self.rest, h)
     }
 }
 
