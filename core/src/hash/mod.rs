@@ -47,7 +47,7 @@ mod reduce;
 pub use fastmod::FastMod;
 pub use key::{CanonicalBytes, Key};
 pub use prehashed::Prehashed;
-pub use probes::Probes;
+pub use probes::{probe_array, Probes};
 pub use reduce::{LowBits, Reduce};
 
 use serde::{Deserialize, Serialize};

@@ -31,6 +31,25 @@ impl<R: Reduce> Probes<R> {
     }
 }
 
+/// The first `K` probe positions of `hash` reduced by `m`: [`Probes`] without a count checked at
+/// each step, for a `K` known at compile time (straight-line code).
+///
+/// ```
+/// use chronobloom_core::hash::{probe_array, FastMod, KeyHash, Probes};
+/// let (h, m) = (KeyHash::of(&7u64, 1), FastMod::new(3_000).unwrap());
+/// assert!(probe_array::<3, _>(h, m).into_iter().eq(Probes::new(h, 3, m)));
+/// ```
+#[inline]
+pub fn probe_array<const K: usize, R: Reduce>(hash: KeyHash, m: R) -> [u64; K] {
+    let (mut g, mut d) = (hash.lo, hash.hi);
+    std::array::from_fn(|i| {
+        let pos = m.reduce(g);
+        g = g.wrapping_add(d);
+        d = d.wrapping_add(i as u64 + 1);
+        pos
+    })
+}
+
 impl<R: Reduce> Iterator for Probes<R> {
     type Item = u64;
 

@@ -2,7 +2,7 @@
 //! ([`RowProbe`]) and the `k2` columns of a second ([`ColProbe`]).
 
 use super::shape::{MatrixShape, MAX_SIDE_HASHES};
-use crate::hash::{mix64, FastMod, Key, KeyHash, LowBits, Probes, Reduce};
+use crate::hash::{mix64, probe_array, FastMod, Key, KeyHash, LowBits, Probes, Reduce};
 
 const SIDES: usize = MAX_SIDE_HASHES as usize;
 
@@ -126,7 +126,7 @@ impl Geometry {
 
     /// The first column of the hash's class.
     #[inline]
-    fn class_base(&self, hash: KeyHash) -> u64 {
+    pub(crate) fn class_base(&self, hash: KeyHash) -> u64 {
         if self.classes.divisor() == 1 {
             0
         } else {
@@ -196,8 +196,8 @@ impl<const K: usize> ColCount for Fixed<K> {
 
     #[inline]
     fn cols<R: Reduce>(self, g: &Geometry, hash: KeyHash, class_cols: R) -> [u64; K] {
-        let mut cols = g.col_indices_by(hash, class_cols);
-        std::array::from_fn(|_| cols.next().unwrap_or(0))
+        let base = g.class_base(hash);
+        probe_array::<K, R>(hash, class_cols).map(|c| base + c)
     }
 }
 
