@@ -40,7 +40,9 @@ pub use differential_dataflow;
 pub use error::{Error, Result};
 pub use index::batch::{KeyBatch, KeyBatchAnswer, MergeKeyBatches};
 pub use index::config::{AllocationLag, IndexConfig, IndexConfigBuilder, Placement};
-pub use index::matrix_batch::{MatrixBatchAnswer, MatrixBatchEvent, MatrixKeyBatches};
+pub use index::matrix_batch::{
+    MatrixBatchAnswer, MatrixBatchEvent, MatrixKeyBatches, TimedMatrixKeyBatches,
+};
 pub use index::query::{IndexEvent, MergeQuery, QueryAnswer};
 pub use index::state::MergedState;
 pub use index::temporal::{IndexStreams, TemporalIndex, TimedTemporalIndex};

@@ -9,23 +9,31 @@
 //! level is one small filter per bucket: at equal bits its false positive rate is several times
 //! PBF-2's, docs/matrix.md). Use [`crate::MergeKeyBatches`] when accuracy per bit matters more.
 //!
-//! Workers hash their records (the timestamp is the tick) and send `(tick, key hash)` to every
-//! worker; each keeps the replicated state: one `MatrixPbf` per partition of the
-//! [`IndexConfig`] (its partition length, its allocation's total bits, the first level's hash
-//! count, its seed), inserted epoch by epoch in order. A batch waits for its answering epoch
+//! Records carry their own tick (event time, [`TimedMatrixKeyBatches`]) on timestamps that are a
+//! lower bound of it; [`MatrixKeyBatches`] takes tick-timestamped records through the same path
+//! ([`crate::Timed`]). Workers hash their records and send each message's distinct
+//! `(tick, key hash)` pairs — one per key, epoch and point of the index's resolution, since the
+//! others set the same bits — to every worker, with the message's count of late records; each
+//! keeps the replicated state: one `MatrixPbf` per partition of the [`IndexConfig`] (its
+//! partition length, its allocation's total bits, the first level's hash count, its seed),
+//! inserted epoch by epoch in order. A batch waits for its answering epoch
 //! ([`IndexConfig::answering_epoch`]) exactly as single queries and PBF-2 batches do, and is
 //! answered against the merged records of exactly the epochs up to it, so answers do not depend
 //! on scheduling or on the number of workers, and equal the matrix PBF's one-key-at-a-time
 //! answers over the same records (`tests/matrix_batch.rs`). Records at or past the horizon are
-//! not indexed; worker 0 reports their count per epoch ([`MatrixBatchEvent::Rejected`]).
+//! not indexed, and records whose tick is below their timestamp (late) are indexed at their
+//! timestamp; worker 0 reports both counts per epoch ([`MatrixBatchEvent::Rejected`],
+//! [`MatrixBatchEvent::Late`]).
 
 use super::batch::KeyBatch;
 use super::config::{IndexConfig, Placement};
 use crate::error::{Error, Result};
+use crate::timed::Timed;
 use chronobloom_core::hash::{Key, KeyHash};
 use chronobloom_core::matrix::MatrixPbf;
 use chronobloom_core::temporal::{Tick, TimeRange};
 use serde::{Deserialize, Serialize};
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
@@ -61,6 +69,15 @@ pub enum MatrixBatchEvent<K> {
         /// The epoch.
         epoch: u64,
         /// Records not indexed.
+        records: u64,
+    },
+    /// Records whose tick was below their timestamp, indexed at their timestamp in this epoch
+    /// instead: counted over all workers and reported once, by worker 0, at the epoch's last
+    /// tick.
+    Late {
+        /// The epoch.
+        epoch: u64,
+        /// Late records.
         records: u64,
     },
 }
@@ -117,8 +134,76 @@ fn new_partition(config: &IndexConfig) -> Result<MatrixPbf> {
     .map_err(|e| Error::config("index", "bits, hashes", e.to_string()))
 }
 
-/// An epoch's hashed records, with a capability from their arrival.
-type Inbox = (Capability<u64>, Vec<(Tick, KeyHash)>);
+/// Indexes timed records in a matrix per PBF level and answers batches of keys sharing a range.
+pub trait TimedMatrixKeyBatches<'scope> {
+    /// [`MatrixKeyBatches::matrix_key_batches`] for records that carry their own tick,
+    /// `(tick, key)`, on timestamps that are a lower bound of it (an epoch's first tick, say:
+    /// the frontier is the watermark). A record whose tick is below its timestamp is late: it
+    /// is indexed at its timestamp instead and counted ([`MatrixBatchEvent::Late`]). Answers
+    /// are those of the same records on timestamps equal to their ticks.
+    ///
+    /// ```
+    /// use timely::dataflow::operators::{Capture, Input};
+    /// use timely::dataflow::operators::capture::Event;
+    /// use chronobloom_core::temporal::TimeRange;
+    /// use chronobloom_operators::{IndexConfig, KeyBatch, MatrixBatchEvent, TimedMatrixKeyBatches};
+    ///
+    /// let cfg = IndexConfig::builder().epoch_len(10).partition_len(100).bits(64_000).build().unwrap();
+    /// let out = timely::execute_directly(move |worker| {
+    ///     let (mut records, mut batches, out) = worker.dataflow::<u64, _, _>(|scope| {
+    ///         let (r_in, records) = scope.new_input::<Vec<(u64, u64)>>();
+    ///         let (b_in, batches) = scope.new_input::<Vec<KeyBatch<u64>>>();
+    ///         let events = records.matrix_key_batches_timed(batches, &cfg).unwrap();
+    ///         (r_in, b_in, events.capture())
+    ///     });
+    ///     records.send((3, 7)); // key 7 at tick 3, on the epoch's timestamp 0
+    ///     records.advance_to(10);
+    ///     records.send((4, 9)); // late: tick 4 on timestamp 10, indexed at tick 10
+    ///     batches.advance_to(10);
+    ///     batches.send(KeyBatch { keys: vec![7, 9], range: TimeRange::new(0, 5).unwrap() });
+    ///     out
+    /// });
+    /// let events: Vec<_> = out.iter()
+    ///     .flat_map(|e| match e { Event::Messages(_, s) => s, Event::Progress(_) => vec![] })
+    ///     .collect();
+    /// assert!(events.iter().any(|e| matches!(e, MatrixBatchEvent::Late { epoch: 1, records: 1 })));
+    /// let answer = events.iter().find_map(|e| match e {
+    ///     MatrixBatchEvent::Answer(a) => Some(a),
+    ///     _ => None,
+    /// });
+    /// assert!(answer.unwrap().present[0]); // key 7 at tick 3: no false negative
+    /// ```
+    fn matrix_key_batches_timed<K: Key + ExchangeData + Clone>(
+        self,
+        batches: StreamVec<'scope, u64, KeyBatch<K>>,
+        config: &IndexConfig,
+    ) -> Result<StreamVec<'scope, u64, MatrixBatchEvent<K>>>;
+}
+
+impl<'scope, R: Key + 'static> MatrixKeyBatches<'scope> for StreamVec<'scope, u64, R> {
+    fn matrix_key_batches<K: Key + ExchangeData + Clone>(
+        self,
+        batches: StreamVec<'scope, u64, KeyBatch<K>>,
+        config: &IndexConfig,
+    ) -> Result<StreamVec<'scope, u64, MatrixBatchEvent<K>>> {
+        self.timed().matrix_key_batches_timed(batches, config)
+    }
+}
+
+/// What a worker sends every worker for one message of records: its distinct `(tick, key
+/// hash)` pairs (late ones at the message's timestamp) and how many of its records were late.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Hashed {
+    records: Vec<(Tick, KeyHash)>,
+    late: u64,
+}
+
+/// An epoch's hashed records and late count, with a capability from their arrival.
+struct Inbox {
+    cap: Capability<u64>,
+    records: Vec<(Tick, KeyHash)>,
+    late: u64,
+}
 
 /// Batches waiting for their answering epoch, with a capability at its last tick (or at the
 /// batches' time, when later).
@@ -128,8 +213,34 @@ struct Held<K> {
     batches: Vec<KeyBatch<K>>,
 }
 
-impl<'scope, R: Key + 'static> MatrixKeyBatches<'scope> for StreamVec<'scope, u64, R> {
-    fn matrix_key_batches<K: Key + ExchangeData + Clone>(
+/// Hashes a message of timed records at timestamp `at`: late ticks become `at`, and of the
+/// records sharing an epoch, a partition's point and a key hash the earliest is kept (they set
+/// the same bits in the same epoch).
+fn hash_message<R: Key>(config: &IndexConfig, at: Tick, records: &mut Vec<(Tick, R)>) -> Hashed {
+    let seed = config.seed();
+    let len = config.partition_len();
+    let mut late = 0;
+    let mut hashed: Vec<(Tick, KeyHash)> = records
+        .drain(..)
+        .map(|(t, k)| {
+            late += u64::from(t < at);
+            (t.max(at), MatrixPbf::hash_key(seed, &k))
+        })
+        .collect();
+    let group = |&(t, h): &(Tick, KeyHash)| {
+        let p = t / len;
+        (config.epoch_of(t), p, config.point(t - p * len), h.lo, h.hi)
+    };
+    hashed.sort_unstable_by_key(|r| (group(r), r.0));
+    hashed.dedup_by(|a, b| group(a) == group(b));
+    Hashed {
+        records: hashed,
+        late,
+    }
+}
+
+impl<'scope, R: Key + 'static> TimedMatrixKeyBatches<'scope> for StreamVec<'scope, u64, (Tick, R)> {
+    fn matrix_key_batches_timed<K: Key + ExchangeData + Clone>(
         self,
         batches: StreamVec<'scope, u64, KeyBatch<K>>,
         config: &IndexConfig,
@@ -145,22 +256,20 @@ impl<'scope, R: Key + 'static> MatrixKeyBatches<'scope> for StreamVec<'scope, u6
         // before the dataflow runs.
         new_partition(config)?;
         let config = config.clone();
-        let seed = config.seed();
         let me = self.scope().index();
+        let hash_config = config.clone();
         let hashed = self.unary(Pipeline, "MatrixHash", move |_, _| {
             move |input, output| {
                 input.for_each_stamp(|cap, data| {
-                    let Some(&t) = cap.least() else { return };
+                    let Some(&at) = cap.least() else { return };
                     let mut session = output.session(&cap);
                     for batch in data {
-                        session.give_iterator(
-                            batch.drain(..).map(|k| (t, MatrixPbf::hash_key(seed, &k))),
-                        );
+                        session.give(hash_message(&hash_config, at, batch));
                     }
                 });
             }
         });
-        let everyone: StreamVec<'scope, u64, (Tick, KeyHash)> = hashed.broadcast();
+        let everyone: StreamVec<'scope, u64, Hashed> = hashed.broadcast();
         Ok(everyone.binary_frontier(
             batches,
             Pipeline,
@@ -174,13 +283,30 @@ impl<'scope, R: Key + 'static> MatrixKeyBatches<'scope> for StreamVec<'scope, u6
                 move |(r_in, r_frontier), (b_in, b_frontier), output| {
                     let port = output.output_index();
                     r_in.for_each_stamp(|cap, data| {
+                        let Some(&at) = cap.least() else { return };
                         for batch in data {
-                            for (t, h) in batch.drain(..) {
-                                let e = config.epoch_of(t);
-                                if let Some(entry) = inbox.get_mut(&e) {
-                                    entry.1.push((t, h));
-                                } else if let Some(c) = cap.retain_least(port) {
-                                    inbox.insert(e, (c, vec![(t, h)]));
+                            for shipped in batch.drain(..) {
+                                for (t, h) in shipped.records {
+                                    let e = config.epoch_of(t);
+                                    let entry = match inbox.entry(e) {
+                                        Entry::Occupied(o) => o.into_mut(),
+                                        Entry::Vacant(v) => {
+                                            let Some(cap) = cap.retain_least(port) else {
+                                                continue;
+                                            };
+                                            v.insert(Inbox {
+                                                cap,
+                                                records: Vec::new(),
+                                                late: 0,
+                                            })
+                                        }
+                                    };
+                                    entry.records.push((t, h));
+                                }
+                                // late records were placed at the timestamp: its epoch holds
+                                // at least one of them
+                                if let Some(entry) = inbox.get_mut(&config.epoch_of(at)) {
+                                    entry.late += shipped.late;
                                 }
                             }
                         }
@@ -215,16 +341,27 @@ impl<'scope, R: Key + 'static> MatrixKeyBatches<'scope> for StreamVec<'scope, u6
                                 if !complete(c) || b_frontier.less_than(&config.epoch_start(c)) {
                                     break;
                                 }
-                                let Some((cap, records)) = inbox.remove(&c) else {
+                                let Some(epoch) = inbox.remove(&c) else {
                                     break;
                                 };
-                                let rejected = insert(&mut partitions, &config, records);
-                                if rejected > 0 && me == 0 {
-                                    let at = cap.delayed(&config.epoch_last(c).max(*cap.time()));
-                                    output.session(&at).give(MatrixBatchEvent::Rejected {
-                                        epoch: c,
-                                        records: rejected,
-                                    });
+                                let rejected = insert(&mut partitions, &config, epoch.records);
+                                if me == 0 {
+                                    let at = epoch
+                                        .cap
+                                        .delayed(&config.epoch_last(c).max(*epoch.cap.time()));
+                                    let mut session = output.session(&at);
+                                    if rejected > 0 {
+                                        session.give(MatrixBatchEvent::Rejected {
+                                            epoch: c,
+                                            records: rejected,
+                                        });
+                                    }
+                                    if epoch.late > 0 {
+                                        session.give(MatrixBatchEvent::Late {
+                                            epoch: c,
+                                            records: epoch.late,
+                                        });
+                                    }
                                 }
                             }
                             (_, Some(q)) => {
@@ -269,8 +406,8 @@ fn insert(
             continue;
         }
         let m = match partitions.entry(p) {
-            std::collections::btree_map::Entry::Occupied(m) => m.into_mut(),
-            std::collections::btree_map::Entry::Vacant(v) => match new_partition(config) {
+            Entry::Occupied(m) => m.into_mut(),
+            Entry::Vacant(v) => match new_partition(config) {
                 Ok(m) => v.insert(m),
                 Err(_) => {
                     rejected += 1;
