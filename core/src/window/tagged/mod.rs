@@ -18,8 +18,11 @@
 //! however long it lives (the dictionary of Naor and Yogev, paper 002, with plain slots). At
 //! time `t` the live tags are those of generations `γ(t − W + 1) ..= γ(t)`, `L ≤ 31` of them;
 //! an entry whose generation is older is dead: it never answers, its slot counts as free, and
-//! a sweep (one pass over the slots) clears dead entries every `L / 4` generations (at most
-//! `32 − L`, or sooner when a table looks full), so a tag is empty before it comes round again. A slot is 16 bits (11-bit fingerprint) when `16 α / 2047 ≤ ε` for the
+//! a sweep (one pass over the slots) clears dead entries every `32 − L` generations (or sooner
+//! when a table looks full), so a tag is empty before it comes round again. Each table counts
+//! its entries per tag as they are placed, re-tagged and cleared, so the live population is
+//! known at every generation without a pass. A slot is 16 bits (11-bit fingerprint) when
+//! `16 α / 2047 ≤ ε` for the
 //! load `α = 0.95`, i.e. ε ≥ 0.0075, and 32 bits (27-bit fingerprint) below that: a query reads
 //! 16 slots, each live with probability at most `α`, so the false positive rate is at most
 //! `16 α / (2^f − 1)`.
@@ -102,6 +105,7 @@ macro_rules! with_tables {
         }
     };
 }
+use with_tables;
 
 /// Lifetime statistics of a [`TaggedCuckooFilter`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,7 +116,7 @@ pub struct TaggedStats {
     pub shrunk: u64,
     /// Generations ended.
     pub generations: u64,
-    /// Passes clearing dead entries (every `L / 4` generations, or when a table is full).
+    /// Passes clearing dead entries (every `32 − L` generations, or when a table is full).
     pub sweeps: u64,
     /// Entries that found no slot and waited in a stash.
     pub stashed: u64,
@@ -141,7 +145,7 @@ pub struct TaggedCuckooFilter {
     /// The generation of the last sweep (every entry was live in it).
     swept: u64,
     rate: Rate,
-    /// Live entries counted by the last sweep plus new placements since.
+    /// Live entries: counted per tag at the start of each generation, plus new placements since.
     population: u64,
     stats: TaggedStats,
 }
@@ -456,20 +460,25 @@ impl TaggedCuckooFilter {
         with_tables!(&self.store, t => t.tables.iter().map(|x| x.memory_bits()).sum())
     }
 
-    /// Live entries (counted by the last sweep, plus new keys since).
+    /// Live entries: those of the live tags at the start of the current generation, plus new
+    /// keys since.
     pub fn population(&self) -> u64 {
         self.population
     }
 
-    /// Clears the entries dead at `now` from every table and recounts the population.
-    fn sweep(&mut self, now: Tick) {
-        let (first, last) = (
+    /// The tags live at `now`: those of the generations from `γ(now − W + 1)` to `γ(now)`.
+    fn live_tags(&self, now: Tick) -> u32 {
+        tag_mask(
             generation_of(window_first(now, self.window), self.slack),
             generation_of(now, self.slack),
-        );
-        let dead = !tag_mask(first, last);
+        )
+    }
+
+    /// Clears the entries dead at `now` from every table and recounts the population.
+    fn sweep(&mut self, now: Tick) {
+        let dead = !self.live_tags(now);
         self.population = with_tables!(&mut self.store, t => t.sweep(dead));
-        self.swept = last;
+        self.swept = generation_of(now, self.slack);
         self.stats.sweeps = self.stats.sweeps.saturating_add(1);
     }
 
@@ -536,19 +545,24 @@ impl TaggedCuckooFilter {
         self.rate.end_generation();
         self.gen = Some(g);
         self.stats.generations = self.stats.generations.saturating_add(1);
+        let now = g.saturating_mul(self.slack.saturating_add(1));
+        // the entries of the live tags, counted as they are placed, re-tagged and cleared
+        let live = self.live_tags(now);
+        self.population =
+            with_tables!(&self.store, t => t.tables.iter().map(|x| x.live(live)).sum());
         // Dead entries answer nothing and their slots count as free; they must be cleared
         // before their tag comes round again. After a sweep at s the entries' generations span
-        // at most L; by s + 32 − L they span 32. The sweep runs every L / 4 generations (within
-        // that bound), so that the population count, and with it shrinking, lags the stream by
-        // a quarter window at most; and sooner when a full table might hold dead entries.
-        let interval = (live_gens / 4).clamp(1, TAGS - live_gens);
-        if g - self.swept < interval {
+        // at most L; by s + 32 − L they span 32: the sweep runs then (and sooner when a full
+        // table might hold dead entries).
+        if g - self.swept < TAGS - live_gens {
             return;
         }
-        self.sweep(g.saturating_mul(self.slack.saturating_add(1)));
-        // shrink when the population projected as for growing (still filling while the stream
-        // is younger than a window) would fill less than a third of the active table
-        let now = g.saturating_mul(self.slack.saturating_add(1));
+        self.sweep(now);
+        // At each sweep, shrink when the population projected as for growing (still filling
+        // while the stream is younger than a window) would fill less than a third of the active
+        // table. (Every table started to shrink is read beside the old one until its entries
+        // die: checked every quarter window instead, the peaks of the inputs in
+        // docs/benchmarks.md were 1–3% higher.)
         let Some(projected) = self.projected(now, g, 0) else {
             return;
         };

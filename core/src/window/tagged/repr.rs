@@ -5,8 +5,8 @@ use super::rate::Rate;
 use super::table::Slot;
 use super::tables::Tables;
 use super::{
-    live_generations, narrow_enough, Store, TaggedCuckooFilter, TaggedStats, MAX_LIVE_GENERATIONS,
-    MAX_WINDOW, MIN_BUCKETS,
+    live_generations, narrow_enough, with_tables, Store, TaggedCuckooFilter, TaggedStats,
+    MAX_LIVE_GENERATIONS, MAX_WINDOW, MIN_BUCKETS,
 };
 use crate::error::{Error, Result};
 use crate::temporal::Tick;
@@ -67,6 +67,8 @@ impl TryFrom<TaggedRepr> for TaggedCuckooFilter {
             }
         };
         check_progress(&r, held)?;
+        let mut store = r.store;
+        with_tables!(&mut store, t => t.tables.iter_mut().for_each(|x| x.recount()));
         Ok(TaggedCuckooFilter {
             window: r.window,
             slack: r.slack,
@@ -74,7 +76,7 @@ impl TryFrom<TaggedRepr> for TaggedCuckooFilter {
             seed: r.seed,
             gen: r.gen,
             live_gens: r.live_gens,
-            store: r.store,
+            store,
             started: r.started,
             first_buckets: r.first_buckets,
             swept: r.swept,

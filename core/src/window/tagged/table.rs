@@ -83,6 +83,10 @@ pub(super) struct Table<S> {
     occupied: u64,
     /// State of the victim choice (xorshift; deterministic).
     rng: u64,
+    /// Per tag, the slots and stashed entries holding it: the live population without a pass
+    /// over the slots. Derived from the slots, so not serialized ([`Table::recount`]).
+    #[serde(skip)]
+    tagged: [u64; TAGS as usize],
 }
 
 impl<S: Slot> Table<S> {
@@ -105,7 +109,39 @@ impl<S: Slot> Table<S> {
             stash: Vec::new(),
             occupied: 0,
             rng: mix64(seed ^ buckets as u64) | 1,
+            tagged: [0; TAGS as usize],
         })
+    }
+
+    /// Counts the entries of each tag again, from the slots and the stash (a table read back
+    /// from a file has none counted).
+    pub fn recount(&mut self) {
+        self.tagged = [0; TAGS as usize];
+        let stashed = self.stash.iter().map(|&(_, s)| s);
+        for s in self.slots.iter().copied().chain(stashed) {
+            let word: u64 = s.into();
+            if word != 0 {
+                self.tagged[tag_of(word) as usize] += 1;
+            }
+        }
+    }
+
+    /// Entries whose tag is in `live`.
+    pub fn live(&self, live: u32) -> u64 {
+        (0..TAGS as usize)
+            .filter(|&t| (live >> t) & 1 == 1)
+            .map(|t| self.tagged[t])
+            .sum()
+    }
+
+    /// Moves one entry's count from the tag of slot word `from` (none for an empty slot) to
+    /// `to`.
+    #[inline]
+    fn retag_count(&mut self, from: u64, to: u64) {
+        if from != 0 {
+            self.tagged[tag_of(from) as usize] -= 1;
+        }
+        self.tagged[to as usize] += 1;
     }
 
     /// Checks a table read from a file: `buckets × SLOTS` slots, a fingerprint in every
@@ -260,6 +296,7 @@ impl<S: Slot> Table<S> {
                 if tag_of(self.slots[i].into()) == tag {
                     return Some(Prior::Current);
                 }
+                self.retag_count(self.slots[i].into(), tag);
                 self.slots[i] = S::pack(spot.fp, tag);
                 return Some(Prior::Older);
             }
@@ -281,19 +318,23 @@ impl<S: Slot> Table<S> {
                 if tag_of(self.slots[i].into()) == tag {
                     return Prior::Current;
                 }
+                self.retag_count(self.slots[i].into(), tag);
                 self.slots[i] = S::pack(spot.fp, tag);
                 return Prior::Older;
             }
         }
-        for (b, s) in self.stash.iter_mut() {
-            let word: u64 = (*s).into();
-            if word >> TAG_BITS == spot.fp && is_live(word, live) && buckets.contains(b) {
-                if tag_of(word) == tag {
-                    return Prior::Current;
-                }
-                *s = S::pack(spot.fp, tag);
-                return Prior::Older;
+        let stashed = self.stash.iter().position(|&(b, s)| {
+            let word: u64 = s.into();
+            word >> TAG_BITS == spot.fp && is_live(word, live) && buckets.contains(&b)
+        });
+        if let Some(j) = stashed {
+            let word: u64 = self.stash[j].1.into();
+            if tag_of(word) == tag {
+                return Prior::Current;
             }
+            self.retag_count(word, tag);
+            self.stash[j].1 = S::pack(spot.fp, tag);
+            return Prior::Older;
         }
         // The first slot not live, first bucket first.
         let free = buckets.into_iter().find_map(|b| {
@@ -303,10 +344,15 @@ impl<S: Slot> Table<S> {
         let carry = S::pack(spot.fp, tag);
         match free {
             Some(i) => {
-                self.occupied += u64::from(self.slots[i].into() == 0);
+                let old: u64 = self.slots[i].into();
+                self.occupied += u64::from(old == 0);
+                self.retag_count(old, tag);
                 self.slots[i] = carry;
             }
-            None => self.kick(buckets[0], carry, live),
+            None => {
+                self.tagged[tag as usize] += 1;
+                self.kick(buckets[0], carry, live);
+            }
         }
         Prior::New
     }
@@ -338,6 +384,9 @@ impl<S: Slot> Table<S> {
                 let s: u64 = self.slots[j].into();
                 if !is_live(s, live) {
                     self.occupied -= u64::from(s != 0);
+                    if s != 0 {
+                        self.tagged[tag_of(s) as usize] -= 1;
+                    }
                     self.slots[j] = carry;
                     return;
                 }
@@ -370,6 +419,11 @@ impl<S: Slot> Table<S> {
         }
         self.stash
             .retain(|&(_, s)| (dead >> tag_of(s.into())) & 1 == 0);
+        for (t, n) in self.tagged.iter_mut().enumerate() {
+            if (dead >> t) & 1 == 1 {
+                *n = 0;
+            }
+        }
         self.occupied = left + self.stash.len() as u64;
         self.occupied
     }
