@@ -17,7 +17,8 @@
 // Benchmarks unwrap their setup: a bad configuration here should stop the run.
 #![allow(clippy::unwrap_used)]
 
-use chronobloom_core::bloom::Filter;
+use chronobloom_core::bloom::{BloomFilter, Filter};
+use chronobloom_core::matrix::MatrixBloom;
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -78,84 +79,81 @@ fn report(side: &str, batch: usize, mut times: Vec<Vec<f64>>) {
     );
 }
 
+/// A matrix's pass over `sets`: `ask` answers one prepared batch into a buffer reused from batch
+/// to batch, as a caller of many batches would.
+fn matrix_pass<'a, X, Y>(
+    m: &'a MatrixBloom,
+    sets: &'a [(X, Y)],
+    batch: usize,
+    ask: impl Fn(&MatrixBloom, &X, &Y, &mut Vec<bool>) + 'a,
+) -> Pass<'a> {
+    let mut out = Vec::with_capacity(batch);
+    Box::new(move || {
+        let mut found = 0;
+        for (x, y) in sets {
+            out.clear();
+            ask(m, x, y, &mut out);
+            found += out.iter().filter(|&&f| f).count();
+        }
+        found
+    })
+}
+
+/// Times the Bloom filter (`bloom_found`: the tuples of one batch it finds) against both
+/// matrices (`ask`) on the batches `sets` of `batch` tuples, and prints the row.
+fn one_side<X, Y>(
+    side: &str,
+    (sets, batch): (&[(X, Y)], usize),
+    filters: &Filters,
+    bloom_found: impl Fn(&BloomFilter, &X, &Y) -> usize,
+    ask: impl Fn(&MatrixBloom, &X, &Y, &mut Vec<bool>) + Copy,
+    rounds: usize,
+) {
+    let mut passes: Vec<Pass<'_>> = vec![
+        Box::new(|| {
+            sets.iter()
+                .map(|(x, y)| bloom_found(&filters.bloom, x, y))
+                .sum()
+        }),
+        matrix_pass(&filters.square, sets, batch, ask),
+        matrix_pass(&filters.lines, sets, batch, ask),
+    ];
+    let times = alternate(&mut passes, sets.len() * batch, rounds);
+    report(side, batch, times);
+}
+
 fn main() {
     let rounds = arg("--rounds").unwrap_or(ROUNDS);
     let batches: Vec<usize> = match arg("--batch") {
         Some(b) => vec![b],
         None => BATCHES.to_vec(),
     };
-    let Filters {
-        bloom,
-        square,
-        lines,
-    } = filters();
+    let filters = filters();
     println!(
         "| side | batch | Bloom ns/tuple | square | line-local | speed-up (p20) | least round | \
          median round |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     for &batch in &batches {
-        let b = batch as u64;
-        let keys = key_batches(b);
-        let tuples = keys.len() * batch;
-        let (mut out, mut out2) = (Vec::with_capacity(batch), Vec::with_capacity(batch));
-        let mut passes: Vec<Pass<'_>> = vec![
-            Box::new(|| {
-                keys.iter()
-                    .map(|(a, vs)| vs.iter().filter(|&&v| bloom.contains(&(*a, v))).count())
-                    .sum()
-            }),
-            Box::new(|| {
-                let mut found = 0;
-                for (a, vs) in &keys {
-                    out.clear();
-                    square.contains_values_into(a, vs, &mut out);
-                    found += out.iter().filter(|&&x| x).count();
-                }
-                found
-            }),
-            Box::new(|| {
-                let mut found = 0;
-                for (a, vs) in &keys {
-                    out2.clear();
-                    lines.contains_values_into(a, vs, &mut out2);
-                    found += out2.iter().filter(|&&x| x).count();
-                }
-                found
-            }),
-        ];
-        report("key_fixed", batch, alternate(&mut passes, tuples, rounds));
+        let sets = key_batches(batch as u64);
+        one_side(
+            "key_fixed",
+            (&sets, batch),
+            &filters,
+            |bloom, a, vs| vs.iter().filter(|&&v| bloom.contains(&(*a, v))).count(),
+            |m, a, vs, out| m.contains_values_into(a, vs, out),
+            rounds,
+        );
     }
     for &batch in &batches {
-        let b = batch as u64;
-        let sets = value_batches(b);
-        let tuples = sets.len() * batch;
-        let (mut out, mut out2) = (Vec::with_capacity(batch), Vec::with_capacity(batch));
-        let mut passes: Vec<Pass<'_>> = vec![
-            Box::new(|| {
-                sets.iter()
-                    .map(|(ks, v)| ks.iter().filter(|&&a| bloom.contains(&(a, *v))).count())
-                    .sum()
-            }),
-            Box::new(|| {
-                let mut found = 0;
-                for (ks, v) in &sets {
-                    out.clear();
-                    square.contains_keys_into(ks, v, &mut out);
-                    found += out.iter().filter(|&&x| x).count();
-                }
-                found
-            }),
-            Box::new(|| {
-                let mut found = 0;
-                for (ks, v) in &sets {
-                    out2.clear();
-                    lines.contains_keys_into(ks, v, &mut out2);
-                    found += out2.iter().filter(|&&x| x).count();
-                }
-                found
-            }),
-        ];
-        report("value_fixed", batch, alternate(&mut passes, tuples, rounds));
+        let sets = value_batches(batch as u64);
+        one_side(
+            "value_fixed",
+            (&sets, batch),
+            &filters,
+            |bloom, ks, v| ks.iter().filter(|&&a| bloom.contains(&(a, *v))).count(),
+            |m, ks, v, out| m.contains_keys_into(ks, v, out),
+            rounds,
+        );
     }
 }

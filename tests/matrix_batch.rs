@@ -173,6 +173,18 @@ fn one_by_one(records: &[(u64, u64)], key: u64, range: TimeRange, epoch: u64) ->
     })
 }
 
+/// Asserts that every answer is the core matrix PBF's over `records` at its answering epoch.
+fn answers_as_one_by_one(answers: &[Flat], records: &[(u64, u64)]) {
+    for &(k, s, e, _, epoch, present) in answers {
+        let range = TimeRange::new(s, e).unwrap();
+        assert_eq!(
+            present,
+            one_by_one(records, k, range, epoch),
+            "key {k} in [{s}, {e}] at epoch {epoch}"
+        );
+    }
+}
+
 #[test]
 fn batches_answer_as_the_matrix_one_key_at_a_time() {
     let (records, batches) = batches_workload();
@@ -191,13 +203,8 @@ fn batches_answer_as_the_matrix_one_key_at_a_time() {
     assert_eq!((rejected_one, rejected_two), (beyond, beyond));
     let asked: usize = batches.iter().map(|b| b.1.len()).sum();
     assert_eq!(one.len(), asked, "every key of every batch answered");
-    for &(k, s, e, _, epoch, present) in &one {
-        let range = TimeRange::new(s, e).unwrap();
-        assert_eq!(
-            present,
-            one_by_one(&records, k, range, epoch),
-            "key {k} in [{s}, {e}] at epoch {epoch}"
-        );
+    answers_as_one_by_one(&one, &records);
+    for &(k, s, e, _, _, present) in &one {
         if !present {
             let appeared = seen
                 .get(&k)
@@ -237,14 +244,7 @@ fn late_records_are_counted_and_indexed_at_their_timestamp() {
     let (two, _, late_two) = run(2, Stamps::Late);
     assert_eq!(one, two, "1 and 2 workers answer alike");
     assert_eq!((late_one, late_two), (late, late));
-    for &(k, s, e, _, epoch, present) in &one {
-        let range = TimeRange::new(s, e).unwrap();
-        assert_eq!(
-            present,
-            one_by_one(&placed, k, range, epoch),
-            "key {k} in [{s}, {e}]"
-        );
-    }
+    answers_as_one_by_one(&one, &placed);
 }
 
 #[test]
