@@ -2315,12 +2315,12 @@ mod checkpoints {
     #[test]
     fn k04_future_version_refused() {
         let mut bytes = file();
-        bytes[8] = 2;
+        bytes[8] = 3;
         let e = decode(p(), &bytes).unwrap_err();
-        assert!(matches!(e, CheckpointError::Version { found: 2, .. }));
+        assert!(matches!(e, CheckpointError::Version { found: 3, .. }));
         assert_eq!(
             e.to_string(),
-            "ck/dedup-w0000.ckpt: checkpoint format version 2, this build reads version 1"
+            "ck/dedup-w0000.ckpt: checkpoint format version 3, this build reads version 2"
         );
     }
 

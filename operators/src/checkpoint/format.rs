@@ -3,7 +3,7 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic  "CHRBLMCP"
-//!      8     2  format version (1)
+//!      8     2  format version (2: the dedup state keeps a young stream's key hashes)
 //!     10     2  part name length n (1..=64)
 //!     12     n  part name (ASCII: "dedup", "index", "source", ...)
 //!   12+n     4  worker
@@ -22,7 +22,7 @@ use xxhash_rust::xxh3::xxh3_64;
 /// The first bytes of every checkpoint file.
 pub const MAGIC: &[u8; 8] = b"CHRBLMCP";
 /// The format version this build reads and writes.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// The longest part name.
 pub const MAX_PART_NAME: usize = 64;
 
@@ -245,10 +245,10 @@ mod tests {
             Err(CheckpointError::Foreign { .. })
         ));
         let mut b = sample();
-        b[8] = 2;
+        b[8] = 3;
         assert!(matches!(
             decode(p, &b),
-            Err(CheckpointError::Version { found: 2, .. })
+            Err(CheckpointError::Version { found: 3, .. })
         ));
     }
 

@@ -36,15 +36,28 @@
 //! twice) times the ticks until the window is full (at least one generation), with 15%
 //! headroom and at least 1.5 times the present population. The rate is measured over the
 //! previous and the current generation's completed ticks, leaving out the stream's first tick
-//! (whose keys are all new); until one more tick has completed, a new table holds twice the
-//! population. At each sweep, when that projection would fill less than a third of the active
-//! table, a table sized for it replaces the active one. A table that no longer receives
-//! insertions is read until its last entry is dead (`L` generations) and then dropped, so
-//! resizing never loses a key; while two tables are live a query reads both and the false
-//! positive bound is the sum of theirs. Insert a tick's keys with
-//! [`insert_batch`](TaggedCuckooFilter::insert_batch) where you can: a batch that would not fit
-//! grows the table once, where keys inserted one by one at a stream's first tick chain small
-//! tables that each answer false positives until their entries die (the test
+//! (whose keys are all new).
+//!
+//! A rate measured on a stream's first handful of keys is noise (projections from its first
+//! few ticks differ threefold), and a table projected too small fills, is replaced and is read
+//! beside its successor for a window. So a **young** stream — its first two generations —
+//! keeps the 64-bit hashes of the keys it inserts (counted in
+//! [`memory_bits`](TaggedCuckooFilter::memory_bits)), and a table it outgrows is rebuilt from
+//! them exactly, each key with its entry's tag, instead of being left to drain: in the first
+//! generation tables double; the first growth after it is projected from a generation's rate and
+//! ends youth. A stream with fewer than 256 keys at the end of its first generation is not
+//! young any more (the hashes would outweigh its tables).
+//!
+//! Every `L / 4` generations, when the population one window ahead would fill less than a third
+//! of the active table, a table sized for it replaces the active one. For a stream a window old
+//! that population is the entries of the newest three quarters of the window (each table counts
+//! its entries per tag) plus new keys at the present rate for the last quarter, so after a fall
+//! in the rate the table is replaced within a window and the old one is read for one more:
+//! memory follows the rate within two windows. A table that no longer receives insertions is
+//! read until its last entry is dead (`L` generations) and then dropped, so resizing never loses
+//! a key; while two tables are live a query reads both and the false positive bound is the sum
+//! of theirs. Insert a tick's keys with [`insert_batch`](TaggedCuckooFilter::insert_batch)
+//! where you can: a batch that would not fit grows the table once (the test
 //! `a_tenfold_burst_keeps_the_false_positive_rate_within_two_epsilon` bounds the batched case).
 //!
 //! ```
@@ -73,7 +86,7 @@ use serde::{Deserialize, Serialize};
 
 /// How far ahead of the key being placed a batch insertion requests a key's buckets.
 const PLACE_AHEAD: usize = 8;
-use table::{Slot, SLOTS, TAGS};
+use table::{Slot, Table, SLOTS, TAGS};
 use tables::Tables;
 
 /// Load at which a table is full.
@@ -82,6 +95,12 @@ const LOAD: f64 = 0.95;
 const HEADROOM: f64 = 1.15;
 /// Smallest table, in buckets.
 const MIN_BUCKETS: usize = 1;
+/// Generations a stream is young for: its tables double and are rebuilt exactly from the keys'
+/// hashes, kept meanwhile, instead of being projected from a handful of keys and left to drain.
+const YOUNG_GENERATIONS: u64 = 2;
+/// A stream with fewer keys at the end of its first generation is small: its tables are small
+/// and project nothing far, so its youth ends there (the hashes would outweigh them).
+const YOUNG_POPULATION: u64 = 256;
 /// Largest number of live generations (tags are 5 bits and one value is kept spare).
 pub const MAX_LIVE_GENERATIONS: u64 = TAGS - 1;
 /// Largest window, in ticks.
@@ -147,6 +166,10 @@ pub struct TaggedCuckooFilter {
     rate: Rate,
     /// Live entries: counted per tag at the start of each generation, plus new placements since.
     population: u64,
+    /// While the stream is young (its first [`YOUNG_GENERATIONS`] generations), the hashes of
+    /// the keys inserted, repeats removed from time to time: a table grown then is rebuilt
+    /// from them exactly, so no table is left draining. `None` afterwards.
+    young: Option<Vec<u64>>,
     stats: TaggedStats,
 }
 
@@ -217,6 +240,7 @@ impl TaggedCuckooFilter {
             swept: 0,
             rate: Rate::default(),
             population: 0,
+            young: Some(Vec::new()),
             stats: TaggedStats::default(),
         })
     }
@@ -370,7 +394,10 @@ impl TaggedCuckooFilter {
                 active.refresh(spot, tag, live)
             });
             match found {
-                Some(prior) => done(item, prior),
+                Some(prior) => {
+                    self.remember(hash);
+                    done(item, prior)
+                }
                 None => fresh.push((item, hash)),
             }
         }
@@ -442,7 +469,24 @@ impl TaggedCuckooFilter {
             self.rate.record_new(now);
             self.population = self.population.saturating_add(1);
         }
+        self.remember(hash);
         Ok(prior)
+    }
+
+    /// Keeps the hash of a key inserted while the stream is young; repeats are removed when the
+    /// list exceeds twice the population (and youth ends if that leaves it as long).
+    fn remember(&mut self, hash: u64) {
+        let bound = self.population.saturating_mul(2).saturating_add(64) as usize;
+        if let Some(young) = self.young.as_mut() {
+            young.push(hash);
+            if young.len() > bound {
+                young.sort_unstable();
+                young.dedup();
+                if young.len() > bound {
+                    self.young = None;
+                }
+            }
+        }
     }
 
     /// Lets time pass to `now`: ends the generations before it (sweeping dead entries, dropping
@@ -455,8 +499,17 @@ impl TaggedCuckooFilter {
         }
     }
 
-    /// Memory held by the slots of every table, in bits.
+    /// Memory held by the filter, in bits: the slots of every table and, while the stream is
+    /// young, its keys' hashes.
     pub fn memory_bits(&self) -> u64 {
+        let young = self.young.as_ref().map_or(0, |y| y.len() as u64 * 64);
+        young + self.table_bits()
+    }
+
+    /// Memory held by the slots of every table, in bits: [`memory_bits`](Self::memory_bits)
+    /// without the hashes a young stream's keys are kept as (64 bits each, through its first
+    /// generations, so that its tables can be rebuilt exactly as they grow).
+    pub fn table_bits(&self) -> u64 {
         with_tables!(&self.store, t => t.tables.iter().map(|x| x.memory_bits()).sum())
     }
 
@@ -523,6 +576,7 @@ impl TaggedCuckooFilter {
                 t.reset(buckets, seed)
             })?;
             self.population = 0;
+            self.young = Some(Vec::new());
             self.rate = Rate::start(now, gen);
             self.stats.generations = self.stats.generations.saturating_add(gen - g);
             self.gen = Some(gen);
@@ -545,6 +599,11 @@ impl TaggedCuckooFilter {
         self.rate.end_generation();
         self.gen = Some(g);
         self.stats.generations = self.stats.generations.saturating_add(1);
+        if g >= self.rate.first_gen.saturating_add(YOUNG_GENERATIONS)
+            || self.population < YOUNG_POPULATION
+        {
+            self.young = None;
+        }
         let now = g.saturating_mul(self.slack.saturating_add(1));
         // the entries of the live tags, counted as they are placed, re-tagged and cleared
         let live = self.live_tags(now);
@@ -554,17 +613,33 @@ impl TaggedCuckooFilter {
         // before their tag comes round again. After a sweep at s the entries' generations span
         // at most L; by s + 32 − L they span 32: the sweep runs then (and sooner when a full
         // table might hold dead entries).
-        if g - self.swept < TAGS - live_gens {
+        if g - self.swept >= TAGS - live_gens {
+            self.sweep(now);
+        }
+        // Every L / 4 generations, shrink when the population one window ahead would fill less
+        // than a third of the active table. Once the stream is a window old that population is
+        // the entries of the newest three quarters of the window (their tags' counts) plus new
+        // keys at the present rate for the last quarter, so after a fall in the rate the table
+        // shrinks within a window, and the old one is read for a window more: memory follows
+        // the rate within two windows. A younger stream is projected as for growing (still
+        // filling). (The newest half window instead shrank sooner and more often: bursty
+        // inputs held 5–20% more bits at their peaks.)
+        if !g.is_multiple_of((live_gens / 4).max(1)) {
             return;
         }
-        self.sweep(now);
-        // At each sweep, shrink when the population projected as for growing (still filling
-        // while the stream is younger than a window) would fill less than a third of the active
-        // table. (Every table started to shrink is read beside the old one until its entries
-        // die: checked every quarter window instead, the peaks of the inputs in
-        // docs/benchmarks.md were 1–3% higher.)
-        let Some(projected) = self.projected(now, g, 0) else {
+        let Some(filling) = self.projected(now, g, 0) else {
             return;
+        };
+        let projected = if g - self.rate.first_gen >= live_gens {
+            let g_len = self.slack.saturating_add(1);
+            let recent = (3 * live_gens).div_ceil(4);
+            let newest = tag_mask(g + 1 - recent, g);
+            let kept: u64 =
+                with_tables!(&self.store, t => t.tables.iter().map(|x| x.live(newest)).sum());
+            let rate = self.rate.new_per_tick(now, g, g_len).unwrap_or(0.0);
+            kept as f64 + rate * (g_len * (live_gens - recent)) as f64
+        } else {
+            filling
         };
         let target = HEADROOM * projected;
         let mostly_empty = with_tables!(&self.store, t => {
@@ -598,12 +673,59 @@ impl TaggedCuckooFilter {
     /// window's projection can exceed any memory): the filter is left as it was.
     fn grow(&mut self, now: Tick, gen: u64, coming: u64) -> Result<()> {
         let present = self.population.saturating_add(coming);
-        let items = match self.projected(now, gen, coming) {
-            Some(projected) => (HEADROOM * projected).max(1.5 * present as f64) as u64,
-            None => present.max(1).saturating_mul(2),
+        let projected = self.projected(now, gen, coming);
+        let items = match projected {
+            // a young stream's first generation doubles: too few keys to project a window from
+            Some(projected) if gen > self.rate.first_gen || self.young.is_none() => {
+                (HEADROOM * projected).max(1.5 * present as f64) as u64
+            }
+            _ => present.max(1).saturating_mul(2),
         };
-        self.restart(gen, items)?;
+        let single = with_tables!(&self.store, t => t.tables.len() == 1);
+        if self.young.is_some() && single {
+            self.rebuild(now, gen, items)?;
+            // sized from a generation's keys: youth has done its work
+            if gen > self.rate.first_gen {
+                self.young = None;
+            }
+        } else {
+            self.restart(gen, items)?;
+        }
         self.stats.grown = self.stats.grown.saturating_add(1);
+        Ok(())
+    }
+
+    /// Replaces the active (and only) table with one for `items` keys holding the same keys:
+    /// each key inserted while the stream is young goes into the new table with the tag of the
+    /// entry it matches in the old one, oldest generations first (a key that shares an entry
+    /// with a later one there keeps the later tag). Keys that matched another key's entry are
+    /// among those hashes too, so every key the old table reported is reported.
+    fn rebuild(&mut self, now: Tick, gen: u64, items: u64) -> Result<()> {
+        let (buckets, seed, live) = (buckets_for(items), self.seed, self.live_tags(now));
+        let current = gen % TAGS;
+        let Some(young) = self.young.as_mut() else {
+            return self.restart(gen, items);
+        };
+        young.sort_unstable();
+        young.dedup();
+        with_tables!(&mut self.store, t => {
+            let old = t.active();
+            let mut keys: Vec<(u64, u64, u64)> = young
+                .iter()
+                .filter_map(|&h| {
+                    let tag = old.live_tag(old.spot(h, fp_bits(h)), live)?;
+                    Some(((current + TAGS - tag) % TAGS, tag, h))
+                })
+                .collect();
+            keys.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
+            let mut table = Table::new(buckets, seed)?;
+            for (_, tag, h) in keys {
+                let spot = table.spot(h, fp_bits(h));
+                table.insert(spot, tag, live);
+            }
+            t.replace_active(table);
+        });
+        self.started = gen;
         Ok(())
     }
 

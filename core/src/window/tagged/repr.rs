@@ -6,7 +6,7 @@ use super::table::Slot;
 use super::tables::Tables;
 use super::{
     live_generations, narrow_enough, with_tables, Store, TaggedCuckooFilter, TaggedStats,
-    MAX_LIVE_GENERATIONS, MAX_WINDOW, MIN_BUCKETS,
+    MAX_LIVE_GENERATIONS, MAX_WINDOW, MIN_BUCKETS, YOUNG_GENERATIONS,
 };
 use crate::error::{Error, Result};
 use crate::temporal::Tick;
@@ -33,6 +33,7 @@ pub(super) struct TaggedRepr {
     swept: u64,
     rate: Rate,
     population: u64,
+    young: Option<Vec<u64>>,
     stats: TaggedStats,
 }
 
@@ -82,6 +83,7 @@ impl TryFrom<TaggedRepr> for TaggedCuckooFilter {
             swept: r.swept,
             rate: r.rate,
             population: r.population,
+            young: r.young,
             stats: r.stats,
         })
     }
@@ -128,6 +130,19 @@ fn check_progress(r: &TaggedRepr, held: u64) -> Result<()> {
         return Err(Error::invalid(
             "gen",
             "generation bookkeeping out of order (sweep, table start or rate after the current generation)",
+        ));
+    }
+    // the young stream's hashes: only in its first generations, and repeats removed whenever
+    // the list reaches a power of two, so fewer than twice the keys the tables can hold
+    let young_ok = r.young.as_ref().is_none_or(|y| {
+        r.gen
+            .is_none_or(|g| g < r.rate.first_gen.saturating_add(YOUNG_GENERATIONS))
+            && (y.len() as u64) <= bound.saturating_mul(2).saturating_add(1024)
+    });
+    if !young_ok {
+        return Err(Error::invalid(
+            "young",
+            "hashes of a young stream kept past its young generations, or more than its tables hold",
         ));
     }
     if r.population > bound || r.rate.previous_new > bound {

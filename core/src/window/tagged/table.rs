@@ -270,6 +270,24 @@ impl<S: Slot> Table<S> {
         m != 0 && self.first_live(b, m, live).is_some()
     }
 
+    /// The tag of the live entry a key at `spot` matches (the first, as [`Self::contains`]
+    /// finds it), if any.
+    pub fn live_tag(&self, spot: Spot, live: u32) -> Option<u64> {
+        for b in [spot.bucket, self.alt(spot.bucket, spot.fp)] {
+            let m = self.matches(b, spot.fp);
+            if let Some(i) = (m != 0).then(|| self.first_live(b, m, live)).flatten() {
+                return Some(tag_of(self.slots[i].into()));
+            }
+        }
+        self.stash.iter().find_map(|&(b, s)| {
+            let s: u64 = s.into();
+            (s >> TAG_BITS == spot.fp
+                && is_live(s, live)
+                && (b == spot.bucket || b == self.alt(spot.bucket, spot.fp)))
+            .then(|| tag_of(s))
+        })
+    }
+
     /// Whether the table holds the spot's fingerprint under a tag in `live`.
     #[inline]
     pub fn contains(&self, spot: Spot, live: u32) -> bool {

@@ -38,6 +38,11 @@ impl<S: Slot> Tables<S> {
         Ok(())
     }
 
+    /// Replaces the active table with `table` (the old one is dropped, not drained).
+    pub(super) fn replace_active(&mut self, table: Table<S>) {
+        *self.active_mut() = table;
+    }
+
     /// Drops the tables whose entries are all dead at the start of generation `g`.
     pub(super) fn drop_drained(&mut self, g: u64, live_gens: u64) {
         let mut i = 0;

@@ -258,7 +258,7 @@ fn repeats_in_a_batch_size_the_table_by_distinct_keys() {
         f.insert_batch_with(&mut items, 7, |_| true, |_, _| {})
             .unwrap();
         assert!((0..40).all(|k| f.seen(h(k), 7)));
-        f.memory_bits()
+        f.table_bits()
     };
     assert_eq!(grown(25), grown(1));
     assert!(grown(25) <= 3 * 16 * 40, "{} bits for 40 keys", grown(25));
@@ -301,11 +301,14 @@ fn a_tenfold_burst_keeps_the_false_positive_rate_within_two_epsilon() {
 #[test]
 fn a_table_no_memory_holds_is_an_error_not_an_abort() {
     // A window of 2^40 ticks: 2,000 new keys per tick project about 10^15 keys one window
-    // ahead, more than any address space.
+    // ahead, more than any address space. (The stream starts at the end of its first
+    // generation, whose tables double, so that the projection comes right after.)
     let w = MAX_WINDOW;
-    let mut f = TaggedCuckooFilter::new(w, default_slack(w), 0.01, 1).unwrap();
+    let slack = default_slack(w);
+    let mut f = TaggedCuckooFilter::new(w, slack, 0.01, 1).unwrap();
     let mut outcome = Ok(Prior::New);
-    'stream: for t in 0..8u64 {
+    let start = slack + 1 - 4;
+    'stream: for t in start..start + 8 {
         for k in 0..2_000u64 {
             outcome = f.insert_fingerprint(h(t * 2_000 + k), t);
             if outcome.is_err() {
@@ -318,7 +321,8 @@ fn a_table_no_memory_holds_is_an_error_not_an_abort() {
         "{outcome:?}"
     );
     // the filter is left as it was and still answers
-    assert!(f.seen(h(0), 2) && f.seen(h(3_999), 2));
+    let (first, second) = (h(start * 2_000), h(start * 2_000 + 3_999));
+    assert!(f.seen(first, start + 2) && f.seen(second, start + 2));
     let back: TaggedCuckooFilter = bincode::deserialize(&bincode::serialize(&f).unwrap()).unwrap();
     assert_eq!(back, f);
 }
@@ -342,4 +346,33 @@ fn a_huge_slack_projects_without_overflow() {
         }
     }
     assert!(placed.iter().all(|&k| f.seen(k, 5)));
+}
+
+#[test]
+fn a_young_stream_grows_into_one_table_and_keeps_keys_that_shared_an_entry() {
+    // two keys with the same fingerprint in a one-bucket table: the second shares the first's
+    // entry there, but not in a larger table
+    let fp = |k: u64| {
+        Table::<u16>::new(1, 3)
+            .unwrap()
+            .spot(h(k), fp_bits(h(k)))
+            .fp
+    };
+    let mut seen = HashMap::new();
+    let (a, b) = (0u64..)
+        .find_map(|k| seen.insert(fp(k), k).map(|a| (a, k)))
+        .unwrap();
+    let mut f = TaggedCuckooFilter::new(600, 37, 0.01, 3).unwrap();
+    assert_eq!(f.insert_fingerprint(h(a), 0).unwrap(), Prior::New);
+    assert_eq!(f.insert_fingerprint(h(b), 0).unwrap(), Prior::Current);
+    // the young stream's first generation: its tables double as they fill, rebuilt exactly
+    for t in 1..30 {
+        for k in 0..100 {
+            f.insert_fingerprint(h(1_000_000 + t * 100 + k), t).unwrap();
+        }
+    }
+    assert!(f.stats().grown >= 5, "{:?}", f.stats());
+    assert_eq!(f.table_count(), 1, "no table left draining");
+    assert!(f.seen(h(a), 30) && f.seen(h(b), 30));
+    assert!((1..30).all(|t| (0..100).all(|k| f.seen(h(1_000_000 + t * 100 + k), 30))));
 }
