@@ -54,7 +54,8 @@ use crate::hash::KeyHash;
 use serde::{Deserialize, Serialize};
 
 /// One `p` for every item, from the filter's own in-window probabilities before insertions
-/// (see the [module documentation](self)).
+/// (`docs/decay.md`, "A floor learned from the filter's posteriors", and this file's module
+/// notes).
 ///
 /// Read back with serde, it is checked: a window of at least 1, and a sum of observations that
 /// is finite and between 0 and their number.
