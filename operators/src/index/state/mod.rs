@@ -432,25 +432,25 @@ impl MergedState {
         // record. A key this state inserted at point `q` before has its bits set from level
         // `bitlen(point ⊕ q)` up (`RecentPoints`): a pair carries that level and is not
         // inserted from it on.
-        let mut pairs: Vec<(u64, u64, Tick, u32)> = records
+        let mut points: Vec<(u64, u64, Tick)> = records
             .iter_from(first)
             .filter(|&(_, t)| inside(t))
-            .map(|(h, t)| (h.lo, h.hi, (t - start) / resolution, 0))
+            .map(|(h, t)| (h.lo, h.hi, (t - start) / resolution))
             .collect();
         // Shipped records arrive sorted without repeats (`EpochRecords::dedup_points`).
-        if !pairs.is_sorted_by(|a, b| (a.0, a.1, a.2) < (b.0, b.1, b.2)) {
-            pairs.sort_unstable();
-            pairs.dedup_by_key(|r| (r.0, r.1, r.2));
+        if !points.is_sorted_by(|a, b| a < b) {
+            super::pairs::sort_dedup(&mut points, &mut Vec::new());
         }
         let (Some(lo_tick), Some(hi_tick)) = (
-            pairs.iter().map(|r| r.2).min(),
-            pairs.iter().map(|r| r.2).max(),
+            points.iter().map(|r| r.2).min(),
+            points.iter().map(|r| r.2).max(),
         ) else {
             return refused;
         };
-        for r in pairs.iter_mut() {
-            r.3 = self.recent.skip_from(r.0, r.1, p, r.2);
-        }
+        let mut pairs: Vec<(u64, u64, Tick, u32)> = points
+            .into_iter()
+            .map(|(lo, hi, point)| (lo, hi, point, self.recent.skip_from(lo, hi, p, point)))
+            .collect();
         // a key's last point of the epoch (its pairs are neighbours, in point order)
         for w in pairs.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
             if let Some(&(lo, hi, point, _)) = w.last() {
