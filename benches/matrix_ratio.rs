@@ -11,8 +11,8 @@
 //! matrix over the Bloom filter — of the percentiles, and the least and the median of the
 //! rounds' own ratios (each round's Bloom pass against the same round's matrix passes).
 //!
-//! `cargo bench --bench matrix_ratio [-- --rounds N] [--batch B]` (default 30 rounds, every batch
-//! size of `benches/matrix.rs`).
+//! `cargo bench --bench matrix_ratio [-- --rounds N] [--batch B] [--side key_fixed|value_fixed]`
+//! (default 30 rounds, every batch size of `benches/matrix.rs`, both sides).
 
 // Benchmarks unwrap their setup: a bad configuration here should stop the run.
 #![allow(clippy::unwrap_used)]
@@ -128,13 +128,17 @@ fn main() {
         Some(b) => vec![b],
         None => BATCHES.to_vec(),
     };
+    let side = std::env::args()
+        .skip_while(|a| a != "--side")
+        .nth(1)
+        .unwrap_or_default();
     let filters = filters();
     println!(
         "| side | batch | Bloom ns/tuple | square | line-local | speed-up (p20) | least round | \
          median round |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-    for &batch in &batches {
+    for &batch in batches.iter().filter(|_| side != "value_fixed") {
         let sets = key_batches(batch as u64);
         one_side(
             "key_fixed",
@@ -145,7 +149,7 @@ fn main() {
             rounds,
         );
     }
-    for &batch in &batches {
+    for &batch in batches.iter().filter(|_| side != "key_fixed") {
         let sets = value_batches(batch as u64);
         one_side(
             "value_fixed",

@@ -42,13 +42,13 @@ mod fastmod;
 mod key;
 mod prehashed;
 mod probes;
-mod reduce;
+mod spread;
 
 pub use fastmod::FastMod;
 pub use key::{CanonicalBytes, Key};
 pub use prehashed::Prehashed;
-pub use probes::{probe_array, Probes};
-pub use reduce::{LowBits, Reduce};
+pub use probes::Probes;
+pub use spread::{Spread, MAX_SPREAD};
 
 use serde::{Deserialize, Serialize};
 

@@ -13,9 +13,9 @@
 //! Both give exactly the answers of [`MatrixBloom::contains`] (the tests compare them).
 
 use super::filter::MatrixBloom;
-use super::probe::{by_col_count, by_reducer, ColCount, ColProbe, RowProbe};
+use super::probe::{by_col_count, ColCount, ColProbe, RowProbe};
 use super::shape::MAX_SIDE_HASHES;
-use crate::hash::{Key, KeyHash, Probes, Reduce};
+use crate::hash::{Key, KeyHash};
 use crate::prefetch::prefetch;
 
 /// A mask pays when building it costs at most this many words read per tuple of the batch: the
@@ -72,11 +72,8 @@ impl MatrixBloom {
         let rows = self.geometry.rows_of(a);
         if self.row_mask_pays(values.len()) {
             let g = &self.geometry;
-            by_col_count!(g.col_hashes, |count| by_reducer!(
-                g.class_cols_low,
-                g.class_cols,
-                |class_cols| self.values_masked(&rows, values, count, class_cols, out)
-            ));
+            by_col_count!(g.col_hashes, |count| self
+                .values_masked(&rows, values, count, out));
         } else {
             let mut row_words = [0; SIDES];
             let k1 = fill(&mut row_words, rows.offsets().iter().map(|&o| o / 64));
@@ -116,19 +113,14 @@ impl MatrixBloom {
         let g = &self.geometry;
         let hash = KeyHash::of(b, g.col_seed);
         let mut cols = [0u64; SIDES];
-        let n = by_reducer!(g.class_cols_low, g.class_cols, |class_cols| fill(
-            &mut cols,
-            g.col_indices_by(hash, class_cols)
-        ));
+        let n = fill(&mut cols, g.col_indices_of_hash(hash));
         let cols = &cols[..n];
         if self.col_mask_pays(keys.len()) {
             let mask = self.col_mask(cols);
-            by_reducer!(g.rows_low, g.rows, |rows| out.extend(keys.iter().map(
-                |a| {
-                    let h = KeyHash::of(a, g.row_seed);
-                    mask_has_all(&mask, Probes::new(h, g.row_hashes, rows))
-                }
-            )));
+            out.extend(keys.iter().map(|a| {
+                let h = KeyHash::of(a, g.row_seed);
+                mask_has_all(&mask, g.rows.positions(h, g.row_hashes))
+            }));
         } else {
             self.test_keys(cols, keys, out);
         }
@@ -171,18 +163,17 @@ impl MatrixBloom {
 
     /// Appends to `out` whether each of `values` is present with the first component whose rows
     /// are `rows`, through the AND of those rows (a mask of `m2` bits).
-    pub(super) fn values_masked<B: Key, C: ColCount, R: Reduce>(
+    pub(super) fn values_masked<B: Key, C: ColCount>(
         &self,
         rows: &RowProbe,
         values: &[B],
         count: C,
-        class_cols: R,
         out: &mut Vec<bool>,
     ) {
         // The rows' lines load while the first values are hashed.
         self.prefetch_rows(rows);
         let g = &self.geometry;
-        let cols_of = |b: &B| count.cols(g, KeyHash::of(b, g.col_seed), class_cols);
+        let cols_of = |b: &B| count.cols(g, KeyHash::of(b, g.col_seed));
         let mut first = [C::NONE; VALUES_AHEAD];
         let ahead = values.len().min(VALUES_AHEAD);
         for (slot, b) in first.iter_mut().zip(values) {

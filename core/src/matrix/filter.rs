@@ -35,13 +35,25 @@ pub struct MatrixBloom {
     pub(super) bits: Bits,
 }
 
-/// The serialized form: the shape, the seed and the bits; the geometry is derived again, and the
-/// bits must have the shape's length.
+/// How this build places a tuple's bits, serialized with them: 1 was enhanced double hashing
+/// reduced by a remainder (before 2026-11-26; serialized without the field), 2 is
+/// [`crate::hash::Spread`]. A matrix is read back only by a build that places bits the same way.
+const POSITIONS: u16 = 2;
+
+/// The serialized form: the shape, the seed, the bits and how they were placed; the geometry is
+/// derived again, and the bits must have the shape's length.
 #[derive(Serialize, Deserialize)]
 struct MatrixFields<S, B> {
     shape: S,
     seed: u64,
     bits: B,
+    #[serde(default = "first_positions")]
+    positions: u16,
+}
+
+/// The placement of a matrix serialized before the field existed.
+fn first_positions() -> u16 {
+    1
 }
 
 impl Serialize for MatrixBloom {
@@ -50,6 +62,7 @@ impl Serialize for MatrixBloom {
             shape: &self.shape,
             seed: self.seed,
             bits: &self.bits,
+            positions: POSITIONS,
         }
         .serialize(s)
     }
@@ -60,6 +73,16 @@ impl TryFrom<MatrixFields<MatrixShape, Bits>> for MatrixBloom {
     /// The bits read must have the shape's length, checked before anything is allocated: a
     /// shape from a corrupted file must not size an allocation.
     fn try_from(f: MatrixFields<MatrixShape, Bits>) -> Result<Self> {
+        if f.positions != POSITIONS {
+            return Err(Error::invalid(
+                "positions",
+                format!(
+                    "bits placed by scheme {}, this build places them by scheme {POSITIONS}: \
+                     rebuild the matrix from its tuples",
+                    f.positions
+                ),
+            ));
+        }
         let m = MatrixBloom::with_bits(f.shape, f.seed, f.bits)?;
         // Bits between a row's last column and its last word's end are never set by inserts;
         // set ones would count as occupied columns.
@@ -109,7 +132,7 @@ impl MatrixBloom {
             });
         }
         let geometry = Geometry::of(&shape, seed)
-            .ok_or_else(|| Error::invalid("rows, cols", "rows × cols overflows u64"))?;
+            .ok_or_else(|| Error::invalid("rows, cols", "outside the checked shapes"))?;
         Ok(MatrixBloom {
             shape,
             seed,

@@ -20,9 +20,10 @@
 //! # Hashing
 //!
 //! Both components go through the crate's one hashing path ([`crate::hash`]): the rows of `a` are
-//! the `k1` probe positions of `KeyHash::of(a, seed)` reduced by `m1`; the columns of `b` are the
-//! `k2` probe positions of `KeyHash::of(b, mix64(seed ⊕ 0x6a09e667f3bcc908))` reduced by
-//! `m2 / j`, in the block of columns `mix64(lo ⊕ hi) mod j` of that hash. Bit (row, column) is bit
+//! the first `k1` [`Spread`](crate::hash::Spread) positions of `KeyHash::of(a, seed)` in
+//! `0..m1` (the hash's 32-bit words scaled, one multiplication each); the columns of `b` are the
+//! first `k2` positions of `KeyHash::of(b, mix64(seed ⊕ 0x6a09e667f3bcc908))` in `0..m2 / j`, in
+//! the block of columns `mix64(lo ⊕ hi) mod j` of that hash. Bit (row, column) is bit
 //! `row · stride + column`, with `stride` = `m2` rounded up to whole 64-bit words.
 //!
 //! ```

@@ -12,9 +12,9 @@
 //! exactly those of testing each tuple alone.
 
 use super::filter::MatrixBloom;
-use super::probe::{by_reducer, ColCount, Geometry};
+use super::probe::{ColCount, Geometry};
 use super::shape::MAX_SIDE_HASHES;
-use crate::hash::{Key, KeyHash, Probes, Reduce};
+use crate::hash::{Key, KeyHash, Spread};
 use crate::prefetch::prefetch;
 
 /// Tuples hashed, and their first rows requested, before the first of them is tested: enough
@@ -25,6 +25,9 @@ const CHUNK: usize = 64;
 /// row of every tuple is requested at once (one wait for memory, not two), without the chunk's
 /// buffers.
 const EAGER_BELOW: usize = 8;
+
+/// A batch of at most this many tuples is one chunk of this size.
+const SHORT_CHUNK: usize = 16;
 
 const SIDES: usize = MAX_SIDE_HASHES as usize;
 
@@ -62,9 +65,25 @@ fn staged<T>(
         out.extend(hashes.iter().map(|&h| tests.first(h) && tests.rest(h)));
         return;
     }
-    let mut hashes = [KeyHash { lo: 0, hi: 0 }; CHUNK];
-    let mut passed = [0usize; CHUNK];
-    for chunk in items.chunks(CHUNK) {
+    if items.len() <= SHORT_CHUNK {
+        chunked::<SHORT_CHUNK, T>(items, hash, tests, out);
+    } else {
+        chunked::<CHUNK, T>(items, hash, tests, out);
+    }
+}
+
+/// [`staged`] for a batch of at least [`EAGER_BELOW`] tuples, `N` at a time: buffers of `N`
+/// entries (zeroed per batch: a short batch zeroes short ones).
+#[inline]
+fn chunked<const N: usize, T>(
+    items: &[T],
+    hash: impl Fn(&T) -> KeyHash,
+    tests: &impl RowTests,
+    out: &mut Vec<bool>,
+) {
+    let mut hashes = [KeyHash { lo: 0, hi: 0 }; N];
+    let mut passed = [0usize; N];
+    for chunk in items.chunks(N) {
         let hashes = &mut hashes[..chunk.len()];
         for (slot, item) in hashes.iter_mut().zip(chunk) {
             *slot = hash(item);
@@ -91,7 +110,7 @@ fn staged<T>(
 
 /// A fixed first component (its rows as word offsets) against values hashed with the column
 /// seed.
-struct ValueTests<'a, C, R> {
+struct ValueTests<'a, C> {
     words: &'a [u64],
     g: &'a Geometry,
     /// The first row, as a one-row slice.
@@ -99,10 +118,9 @@ struct ValueTests<'a, C, R> {
     /// The other `k1 − 1` rows.
     rest: &'a [u64],
     count: C,
-    class_cols: R,
 }
 
-impl<C: ColCount, R: Reduce> ValueTests<'_, C, R> {
+impl<C: ColCount> ValueTests<'_, C> {
     /// Whether the columns `cols` are all set in each of `rows`.
     #[inline]
     fn has(&self, rows: &[u64], cols: &[u64]) -> bool {
@@ -120,21 +138,21 @@ impl<C: ColCount, R: Reduce> ValueTests<'_, C, R> {
     /// Whether the value hashed to `h` has all its columns set in each of `rows`.
     #[inline]
     fn has_value(&self, rows: &[u64], h: KeyHash) -> bool {
-        let cols = self.count.cols(self.g, h, self.class_cols);
+        let cols = self.count.cols(self.g, h);
         self.has(rows, cols.as_ref())
     }
 
     /// Requests, in each of `rows`, the line of the tuple's first column.
     #[inline]
     fn request(&self, rows: &[u64], h: KeyHash) {
-        let col = self.g.first_col_by(h, self.class_cols);
+        let col = self.g.first_col(h);
         for &row in rows {
             prefetch(self.words, (row + col / 64) as usize);
         }
     }
 }
 
-impl<C: ColCount, R: Reduce> RowTests for ValueTests<'_, C, R> {
+impl<C: ColCount> RowTests for ValueTests<'_, C> {
     #[inline]
     fn request_first(&self, h: KeyHash) {
         self.request(self.first, h);
@@ -158,18 +176,18 @@ impl<C: ColCount, R: Reduce> RowTests for ValueTests<'_, C, R> {
 
 /// A fixed second component (its columns as words of a row and the bits in them) against keys
 /// hashed with the row seed.
-struct KeyTests<'a, R> {
+struct KeyTests<'a> {
     words: &'a [u64],
     /// (word in the row, bits of it), one pair per distinct word.
     masks: &'a [(u64, u64)],
     /// Words in the row that start the distinct lines of `masks`.
     lines: &'a [u64],
     row_words: u64,
-    rows: R,
+    rows: Spread,
     row_hashes: u32,
 }
 
-impl<R: Reduce> KeyTests<'_, R> {
+impl KeyTests<'_> {
     /// Whether the fixed columns are all set in the row starting at word `row`.
     #[inline]
     fn has(&self, row: u64) -> bool {
@@ -187,27 +205,28 @@ impl<R: Reduce> KeyTests<'_, R> {
     }
 }
 
-impl<R: Reduce> RowTests for KeyTests<'_, R> {
+impl RowTests for KeyTests<'_> {
     #[inline]
     fn request_first(&self, h: KeyHash) {
-        self.request(self.rows.reduce(h.lo));
+        self.request(self.rows.nth(h, 0));
     }
 
     #[inline]
     fn first(&self, h: KeyHash) -> bool {
-        self.has(self.rows.reduce(h.lo) * self.row_words)
+        self.has(self.rows.nth(h, 0) * self.row_words)
     }
 
     #[inline]
     fn request_rest(&self, h: KeyHash) {
-        for r in Probes::new(h, self.row_hashes, self.rows).skip(1) {
+        for r in self.rows.positions(h, self.row_hashes).skip(1) {
             self.request(r);
         }
     }
 
     #[inline]
     fn rest(&self, h: KeyHash) -> bool {
-        Probes::new(h, self.row_hashes, self.rows)
+        self.rows
+            .positions(h, self.row_hashes)
             .skip(1)
             .all(|r| self.has(r * self.row_words))
     }
@@ -225,7 +244,7 @@ impl MatrixBloom {
     ) {
         let (words, g) = (self.bits.words(), &self.geometry);
         let (first, rest) = rows.split_at(rows.len().min(1));
-        by_reducer!(g.class_cols_low, g.class_cols, |class_cols| staged(
+        staged(
             values,
             |b| KeyHash::of(b, g.col_seed),
             &ValueTests {
@@ -234,10 +253,9 @@ impl MatrixBloom {
                 first,
                 rest,
                 count,
-                class_cols,
             },
             out,
-        ))
+        )
     }
 
     /// Appends to `out` whether each of `keys` is present with the fixed second component whose
@@ -263,7 +281,7 @@ impl MatrixBloom {
                 l += 1;
             }
         }
-        by_reducer!(g.rows_low, g.rows, |rows| staged(
+        staged(
             keys,
             |a| KeyHash::of(a, g.row_seed),
             &KeyTests {
@@ -271,10 +289,10 @@ impl MatrixBloom {
                 masks: &masks[..n],
                 lines: &lines[..l],
                 row_words: g.stride / 64,
-                rows,
+                rows: g.rows,
                 row_hashes: g.row_hashes,
             },
             out,
-        ))
+        )
     }
 }

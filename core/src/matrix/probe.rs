@@ -2,7 +2,7 @@
 //! ([`RowProbe`]) and the `k2` columns of a second ([`ColProbe`]).
 
 use super::shape::{MatrixShape, MAX_SIDE_HASHES};
-use crate::hash::{mix64, probe_array, FastMod, Key, KeyHash, LowBits, Probes, Reduce};
+use crate::hash::{mix64, FastMod, Key, KeyHash, Spread};
 
 const SIDES: usize = MAX_SIDE_HASHES as usize;
 
@@ -19,12 +19,10 @@ pub(crate) fn column_seed(seed: u64) -> u64 {
 /// can be built without borrowing it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Geometry {
-    pub(crate) rows: FastMod,
-    pub(crate) class_cols: FastMod,
-    /// `rows` as one AND, when a power of two ([`by_reducer!`]).
-    pub(crate) rows_low: Option<LowBits>,
-    /// `class_cols` as one AND, when a power of two.
-    pub(crate) class_cols_low: Option<LowBits>,
+    pub(crate) rows: Spread,
+    /// `rows` as a remainder, for direct-mapped rows ([`Self::row_at`]).
+    pub(crate) rows_exact: FastMod,
+    pub(crate) class_cols: Spread,
     pub(crate) classes: FastMod,
     /// Bits per stored row (whole words).
     pub(crate) stride: u64,
@@ -38,10 +36,9 @@ impl Geometry {
     /// The geometry of a checked shape (every divisor is positive).
     pub(crate) fn of(shape: &MatrixShape, seed: u64) -> Option<Self> {
         Some(Geometry {
-            rows: FastMod::new(shape.rows)?,
-            class_cols: FastMod::new(shape.class_cols())?,
-            rows_low: LowBits::new(shape.rows),
-            class_cols_low: LowBits::new(shape.class_cols()),
+            rows: Spread::new(shape.rows)?,
+            rows_exact: FastMod::new(shape.rows)?,
+            class_cols: Spread::new(shape.class_cols())?,
             classes: FastMod::new(shape.classes)?,
             stride: shape.stride()?,
             row_hashes: shape.row_hashes,
@@ -57,8 +54,8 @@ impl Geometry {
         self.rows_of_hash(KeyHash::of(a, self.row_seed))
     }
 
-    /// The rows of a first component hashed with the matrix seed: the `k1` probe positions of
-    /// the crate's enhanced double hashing reduced by `m1`, as offsets of whole rows.
+    /// The rows of a first component hashed with the matrix seed: its first `k1` [`Spread`]
+    /// positions in `0..m1`, as offsets of whole rows.
     #[inline]
     pub(crate) fn rows_of_hash(&self, hash: KeyHash) -> RowProbe {
         let mut out = RowProbe {
@@ -68,7 +65,7 @@ impl Geometry {
         for (slot, r) in out
             .offsets
             .iter_mut()
-            .zip(hash.probes(self.row_hashes, self.rows))
+            .zip(self.rows.positions(hash, self.row_hashes))
         {
             *slot = r * self.stride;
         }
@@ -83,7 +80,7 @@ impl Geometry {
             offsets: [0; SIDES],
             len: 1,
         };
-        out.offsets[0] = self.rows.reduce(row) * self.stride;
+        out.offsets[0] = self.rows_exact.reduce(row) * self.stride;
         out
     }
 
@@ -102,26 +99,17 @@ impl Geometry {
     /// [`Self::cols_of_hash`] as an iterator.
     #[inline]
     pub(crate) fn col_indices_of_hash(&self, hash: KeyHash) -> impl Iterator<Item = u64> {
-        self.col_indices_by(hash, self.class_cols)
-    }
-
-    /// [`Self::col_indices_of_hash`] with the columns of a class reduced by `class_cols`
-    /// (`self.class_cols` or, for a power of two, `self.class_cols_low`: the same columns).
-    #[inline]
-    pub(crate) fn col_indices_by<R: Reduce>(
-        &self,
-        hash: KeyHash,
-        class_cols: R,
-    ) -> impl Iterator<Item = u64> {
         let base = self.class_base(hash);
-        Probes::new(hash, self.col_hashes, class_cols).map(move |c| base + c)
+        self.class_cols
+            .positions(hash, self.col_hashes)
+            .map(move |c| base + c)
     }
 
-    /// The first of the columns [`Self::col_indices_by`] gives (one reduction: enough to request
-    /// its line).
+    /// The first of the columns [`Self::col_indices_of_hash`] gives (one reduction: enough to
+    /// request its line).
     #[inline]
-    pub(crate) fn first_col_by<R: Reduce>(&self, hash: KeyHash, class_cols: R) -> u64 {
-        self.class_base(hash) + class_cols.reduce(hash.lo)
+    pub(crate) fn first_col(&self, hash: KeyHash) -> u64 {
+        self.class_base(hash) + self.class_cols.nth(hash, 0)
     }
 
     /// The first column of the hash's class.
@@ -135,8 +123,8 @@ impl Geometry {
     }
 
     /// The columns of a second component hashed with the column seed: its class
-    /// `mix64(lo ⊕ hi) mod j` picks a block of `m2 / j` columns and the `k2` probe positions
-    /// reduced by `m2 / j` pick columns inside it.
+    /// `mix64(lo ⊕ hi) mod j` picks a block of `m2 / j` columns and its first `k2` [`Spread`]
+    /// positions in `0..m2 / j` pick columns inside it.
     #[inline]
     pub(crate) fn cols_of_hash(&self, hash: KeyHash) -> ColProbe {
         let base = self.class_base(hash);
@@ -147,29 +135,13 @@ impl Geometry {
         for (slot, c) in out
             .cols
             .iter_mut()
-            .zip(hash.probes(self.col_hashes, self.class_cols))
+            .zip(self.class_cols.positions(hash, self.col_hashes))
         {
             *slot = base + c;
         }
         out
     }
 }
-
-/// Evaluates `$body` with `$r` bound to `$low` (a [`LowBits`]) when it is `Some`, else to
-/// `$fast` (a [`FastMod`] of the same divisor): the body is compiled once for each reduction, and
-/// the choice is made once, outside whatever loop the body holds.
-macro_rules! by_reducer {
-    ($low:expr, $fast:expr, |$r:ident| $body:expr) => {
-        match $low {
-            Some($r) => $body,
-            None => {
-                let $r = $fast;
-                $body
-            }
-        }
-    };
-}
-pub(crate) use by_reducer;
 
 /// How many columns a second component has, fixed for a batch: a constant for the common counts
 /// ([`by_col_count!`]), so that computing a value's columns is straight-line code rather than a
@@ -182,8 +154,8 @@ pub(crate) trait ColCount: Copy {
     /// A placeholder to fill arrays of columns with.
     const NONE: Self::Cols;
 
-    /// The columns of the second component hashed to `hash` ([`Geometry::col_indices_by`]).
-    fn cols<R: Reduce>(self, g: &Geometry, hash: KeyHash, class_cols: R) -> Self::Cols;
+    /// The columns of the second component hashed to `hash` ([`Geometry::col_indices_of_hash`]).
+    fn cols(self, g: &Geometry, hash: KeyHash) -> Self::Cols;
 }
 
 /// Exactly `K` columns (`K` = the matrix's `k2`).
@@ -195,9 +167,9 @@ impl<const K: usize> ColCount for Fixed<K> {
     const NONE: [u64; K] = [0; K];
 
     #[inline]
-    fn cols<R: Reduce>(self, g: &Geometry, hash: KeyHash, class_cols: R) -> [u64; K] {
+    fn cols(self, g: &Geometry, hash: KeyHash) -> [u64; K] {
         let base = g.class_base(hash);
-        probe_array::<K, R>(hash, class_cols).map(|c| base + c)
+        g.class_cols.array::<K>(hash).map(|c| base + c)
     }
 }
 
@@ -213,12 +185,12 @@ impl ColCount for AnyCount {
     };
 
     #[inline]
-    fn cols<R: Reduce>(self, g: &Geometry, hash: KeyHash, class_cols: R) -> ColProbe {
+    fn cols(self, g: &Geometry, hash: KeyHash) -> ColProbe {
         let mut out = ColProbe {
             cols: [0; SIDES],
             len: g.col_hashes as u8,
         };
-        for (slot, c) in out.cols.iter_mut().zip(g.col_indices_by(hash, class_cols)) {
+        for (slot, c) in out.cols.iter_mut().zip(g.col_indices_of_hash(hash)) {
             *slot = c;
         }
         out
@@ -226,8 +198,8 @@ impl ColCount for AnyCount {
 }
 
 /// Evaluates `$body` with `$c` bound to a [`ColCount`] for `$k2` columns: [`Fixed`] for 1 to 4
-/// (Theorem 2's shapes down to a rate of 2^−16 have `k2 ≤ 4`), [`AnyCount`] beyond. Like
-/// [`by_reducer!`], the choice is made once per batch and the body compiled once for each.
+/// (Theorem 2's shapes down to a rate of 2^−16 have `k2 ≤ 4`), [`AnyCount`] beyond. The choice
+/// is made once per batch and the body compiled once for each.
 macro_rules! by_col_count {
     ($k2:expr, |$c:ident| $body:expr) => {
         match $k2 {

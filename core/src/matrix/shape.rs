@@ -2,6 +2,7 @@
 //! maximum-adaptive matrix of §IV-B.
 
 use crate::error::{Error, Result};
+use crate::hash::MAX_SPREAD;
 use serde::{Deserialize, Serialize};
 use std::f64::consts::LN_2;
 
@@ -65,7 +66,8 @@ pub struct MatrixShape {
 
 impl MatrixShape {
     /// A shape from its parts, checked: at least one row and column, `classes` dividing `cols`,
-    /// `1..=16` hashes per side, and `rows × cols` (rows padded to whole words) fitting in `u64`.
+    /// `1..=16` hashes per side, at most 2^32 rows and columns per class, and `rows × cols` (rows
+    /// padded to whole words) fitting in `u64`.
     pub fn new(
         rows: u64,
         cols: u64,
@@ -103,6 +105,12 @@ impl MatrixShape {
         };
         if shape.stride().and_then(|s| s.checked_mul(rows)).is_none() {
             return Err(Error::invalid("rows, cols", "rows × cols overflows u64"));
+        }
+        if rows > MAX_SPREAD || shape.class_cols() > MAX_SPREAD {
+            return Err(Error::invalid(
+                "rows, cols",
+                format!("rows and columns per class are at most 2^32 (positions are scaled from 32-bit words); got {rows} and {}", shape.class_cols()),
+            ));
         }
         Ok(shape)
     }
@@ -154,45 +162,58 @@ impl MatrixShape {
     /// A query's `k1 × k2` cells are a grid, and one inserted tuple covers a sub-grid of it (the
     /// query rows among its rows × the query columns among its columns), so the cells are
     /// positively correlated, and more so when tuples share their rows; the rate is somewhat above
-    /// Theorem 1's. By inclusion–exclusion over the set `S` of cells left clear,
+    /// Theorem 1's. For a query with `d1` distinct rows and `d2` distinct columns, by
+    /// inclusion–exclusion over the set `S` of its cells left clear,
     /// `FPR = Σ_S (−1)^{|S|} P(no tuple of one first component covers a cell of S)^{first}`. A first
     /// component covers each query row with probability `ρ = 1 − (1 − 1/m1)^{k1}`; each of its
     /// `per_first` tuples lands in the query's class with probability `1/j` and then covers each
-    /// query column with probability `γ = 1 − (1 − j/m2)^{k2}`, independently. `None` when
-    /// `k1 · k2 > 12` (the sum has `2^{k1 k2}` terms).
+    /// query column with probability `γ = 1 − (1 − j/m2)^{k2}`, independently. The query's own
+    /// `k1` rows (`k2` columns) are independent draws, so they are `d1 < k1` distinct ones with
+    /// the probability of that many distinct values among `k1` draws of `m1`: fewer cells to find
+    /// set, a rate several times higher. The rate is the sum over `(d1, d2)` weighted so. `None`
+    /// when `k1 · k2 > 12` (the sum has up to `2^{k1 k2}` terms).
     pub fn fpr_exact(&self, first: f64, per_first: f64) -> Option<f64> {
         let (k1, k2) = (self.row_hashes, self.col_hashes);
         if k1 * k2 > Self::EXACT_MAX_CELLS {
             return None;
         }
-        let rho = 1.0 - (1.0 - 1.0 / self.rows as f64).powi(k1 as i32);
-        let gamma = 1.0 - (1.0 - 1.0 / self.class_cols() as f64).powi(k2 as i32);
+        let (m1, m2) = (self.rows as f64, self.class_cols() as f64);
         let same_class = 1.0 / self.classes as f64;
-        let weight =
-            |hits: u32, k: u32, q: f64| q.powi(hits as i32) * (1.0 - q).powi((k - hits) as i32);
-        let fpr = (0u32..1 << (k1 * k2))
-            .map(|clear| {
-                // Sum over the query rows A a first component covers, then over the query
-                // columns B each of its tuples covers: the tuple misses S iff A × B misses it.
-                let none: f64 = (0u32..1 << k1)
-                    .map(|a| {
-                        let misses: f64 = (0u32..1 << k2)
-                            .filter(|&b| {
-                                (0..k1).all(|i| a >> i & 1 == 0 || (b << (i * k2)) & clear == 0)
-                            })
-                            .map(|b| weight(b.count_ones(), k2, gamma))
-                            .sum();
-                        let per_tuple = 1.0 - same_class + same_class * misses;
-                        weight(a.count_ones(), k1, rho) * per_tuple.powf(per_first)
-                    })
-                    .sum();
-                let sign = if clear.count_ones() % 2 == 0 {
-                    1.0
-                } else {
-                    -1.0
-                };
-                sign * none.powf(first)
-            })
+        // The rate for a query of d1 distinct rows and d2 distinct columns.
+        let grid = |d1: u32, d2: u32| {
+            let rows = exact_cover(d1, k1, m1);
+            let cols = exact_cover(d2, k2, m2);
+            (0u32..1 << (d1 * d2))
+                .map(|clear| {
+                    // Sum over the query rows A a first component covers, then over the query
+                    // columns B each of its tuples covers: the tuple misses S iff A × B misses it.
+                    let none: f64 = (0u32..1 << d1)
+                        .map(|a| {
+                            let misses: f64 = (0u32..1 << d2)
+                                .filter(|&b| {
+                                    (0..d1).all(|i| a >> i & 1 == 0 || (b << (i * d2)) & clear == 0)
+                                })
+                                .map(|b| cols[b.count_ones() as usize])
+                                .sum();
+                            let per_tuple = 1.0 - same_class + same_class * misses;
+                            rows[a.count_ones() as usize] * per_tuple.powf(per_first)
+                        })
+                        .sum();
+                    let sign = if clear.count_ones() % 2 == 0 {
+                        1.0
+                    } else {
+                        -1.0
+                    };
+                    sign * none.powf(first)
+                })
+                .sum::<f64>()
+        };
+        let rows = distinct_draws(k1, m1);
+        let cols = distinct_draws(k2, m2);
+        let fpr = (1..=k1)
+            .flat_map(|d1| (1..=k2).map(move |d2| (d1, d2)))
+            .filter(|&(d1, d2)| rows[d1 as usize] * cols[d2 as usize] > 0.0)
+            .map(|(d1, d2)| rows[d1 as usize] * cols[d2 as usize] * grid(d1, d2))
             .sum::<f64>();
         Some(fpr.clamp(0.0, 1.0))
     }
@@ -432,6 +453,44 @@ fn line_grid(bits: f64, round: fn(f64) -> f64) -> Option<(u64, u64)> {
         .map(|(rows, classes)| (rows as u64, classes as u64))
 }
 
+/// `p[a]`: the probability that `k` independent uniform draws from `m` values hit a given `a` of
+/// `d` given distinct values and miss the other `d − a` (`a` in `0..=d`): by inclusion–exclusion
+/// over the hit values the draws miss, `Σ_t C(a, t) (−1)^t (1 − (d − a + t) / m)^k`.
+fn exact_cover(d: u32, k: u32, m: f64) -> Vec<f64> {
+    (0..=d)
+        .map(|a| {
+            let mut binomial = 1.0;
+            (0..=a)
+                .map(|t| {
+                    let term = binomial * (1.0 - f64::from(d - a + t) / m).powi(k as i32);
+                    binomial = binomial * f64::from(a - t) / f64::from(t + 1);
+                    if t % 2 == 0 {
+                        term
+                    } else {
+                        -term
+                    }
+                })
+                .sum::<f64>()
+                .max(0.0)
+        })
+        .collect()
+}
+
+/// `p[d]`: the probability that `k` independent uniform draws from `m` values take exactly `d`
+/// distinct values (`d` in `0..=k`).
+fn distinct_draws(k: u32, m: f64) -> Vec<f64> {
+    let mut p = vec![0.0; k as usize + 1];
+    p[0] = 1.0;
+    for _ in 0..k {
+        for d in (1..p.len()).rev() {
+            let old = (d - 1) as f64;
+            p[d] = p[d] * d as f64 / m + p[d - 1] * (m - old) / m;
+        }
+        p[0] = 0.0;
+    }
+    p
+}
+
 /// Theorem 1 (and the standard filter's eq. 2): `(1 − e^{−k n / m})^k`.
 fn theorem1(bits: f64, hashes: u32, items: f64) -> f64 {
     let k = f64::from(hashes);
@@ -476,4 +535,39 @@ fn balanced_pair(cost: impl Fn(u32) -> f64) -> (u32, u32) {
         .filter(|&(a, b)| cost(a * b) <= least * 1.01)
         .max_by_key(|&(a, b)| (a, std::cmp::Reverse(b)))
         .unwrap_or((1, 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_are_distinct_as_counted() {
+        // Two draws of 10 values coincide one time in ten; three draws take three values with
+        // probability 9/10 · 8/10.
+        let two = distinct_draws(2, 10.0);
+        assert!((two[1] - 0.1).abs() < 1e-12 && (two[2] - 0.9).abs() < 1e-12);
+        let three = distinct_draws(3, 10.0);
+        assert!((three[3] - 0.72).abs() < 1e-12 && (three[1] - 0.01).abs() < 1e-12);
+        assert!((three.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn covers_of_every_subset_sum_to_one() {
+        // Over the 2^d subsets a component's draws can hit, the probabilities sum to one; one
+        // draw hits exactly one given value with probability 1/m.
+        for (d, k, m) in [(1, 1, 7.0), (2, 2, 156.0), (3, 3, 512.0), (4, 2, 9.0)] {
+            let p = exact_cover(d, k, m);
+            let mut total = 0.0;
+            let mut binomial = 1.0;
+            for (a, pa) in p.iter().enumerate() {
+                total += binomial * pa;
+                binomial = binomial * f64::from(d - a as u32) / (a as f64 + 1.0);
+            }
+            assert!((total - 1.0).abs() < 1e-12, "d {d} k {k} m {m}: {total}");
+        }
+        assert!((exact_cover(1, 1, 7.0)[1] - 1.0 / 7.0).abs() < 1e-12);
+        // Two draws cannot hit three values.
+        assert!(exact_cover(3, 2, 50.0)[3].abs() < 1e-12);
+    }
 }

@@ -57,7 +57,7 @@ fn assert_exact(
 #[test]
 fn one_to_one_matches_theorem1() {
     let n = 20_000u64;
-    for (p, seed, shortfall) in [(0.01, 1, (0.96, 0.98)), (0.05, 2, (0.98, 1.0))] {
+    for (p, seed, shortfall) in [(0.01, 1, (0.93, 0.955)), (0.05, 2, (0.97, 0.99))] {
         let mut m = MatrixBloom::with_fpr(n, p, seed).expect("valid target");
         for i in 0..n {
             m.insert(&i, &mix64(i));
@@ -83,7 +83,7 @@ fn j_matrix_matches_theorem3() {
     let fp = (0..QUERIES)
         .filter(|&q| m.contains(&(first + q), &mix64(n + q)))
         .count() as u64;
-    assert_exact("j-matrix", fp, &m.shape(), (first, j), (0.86, 0.89));
+    assert_exact("j-matrix", fp, &m.shape(), (first, j), (0.80, 0.83));
 }
 
 #[test]
@@ -100,7 +100,7 @@ fn line_local_matches_theorem1() {
     let fp = (n..n + QUERIES)
         .filter(|&q| m.contains(&q, &mix64(q)))
         .count() as u64;
-    assert_exact("line-local matrix", fp, &m.shape(), (n, 1), (0.96, 0.99));
+    assert_exact("line-local matrix", fp, &m.shape(), (n, 1), (0.92, 0.945));
 }
 
 /// Checks a measured rate against `f_r^{k1} f_c^{k2}` for fills `f = 1 − (1 − 1/m)^{k n}` of
