@@ -183,6 +183,20 @@ fn ln_factorial(n: f64) -> f64 {
 /// ```
 #[inline]
 pub fn blocked_probes(hash: KeyHash, k: u32, blocks: FastMod) -> impl Iterator<Item = u64> {
-    let base = blocks.reduce(hash.lo) * BLOCK_BITS;
-    block_offsets(block_seed(hash.lo), k).map(move |o| base + o)
+    probes_in_block(blocks.reduce(hash.lo), hash.lo, k)
+}
+
+/// [`blocked_probes`] of a hash with low half `lo` whose block `lo mod B` is known already
+/// (a caller that requested the block's line computed it).
+///
+/// ```
+/// use chronobloom_core::bloom::{blocked_probes, probes_in_block};
+/// use chronobloom_core::hash::{FastMod, KeyHash};
+/// let (h, m) = (KeyHash::of(&42u64, 7), FastMod::new(100).unwrap());
+/// assert!(probes_in_block(m.reduce(h.lo), h.lo, 4).eq(blocked_probes(h, 4, m)));
+/// ```
+#[inline]
+pub fn probes_in_block(block: u64, lo: u64, k: u32) -> impl Iterator<Item = u64> {
+    let base = block * BLOCK_BITS;
+    block_offsets(block_seed(lo), k).map(move |o| base + o)
 }

@@ -10,7 +10,7 @@ mod standard;
 
 pub use blocked::BlockedBloomFilter;
 pub(crate) use layout::LAYOUT_MISMATCH;
-pub use layout::{blocked_probes, Layout, BLOCK_BITS};
+pub use layout::{blocked_probes, probes_in_block, Layout, BLOCK_BITS};
 pub use shape::{FilterShape, MAX_HASHES};
 pub use standard::BloomFilter;
 

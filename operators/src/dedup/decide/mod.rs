@@ -78,8 +78,13 @@ pub(super) struct DecideState<D> {
     repeats: Vec<(Tick, u64)>,
     /// Resolves the same-tick repeats, with its map and buffers kept between epochs.
     same_tick: SameTick,
+    /// `(tick, fingerprint)` of the epoch being decided, in record order: the passes that need
+    /// no more read these 16 bytes a record, not the records themselves.
+    stamps: Vec<(Tick, u64)>,
     /// Scratch for sorting an epoch's records by shard.
     order: Vec<Slot>,
+    /// Per item being sorted by shard, its shard (computed once for both passes of the sort).
+    shard_of: Vec<u32>,
     /// Where each shard's run of `order` starts (and, last, its end).
     bounds: Vec<usize>,
     /// Records of the last decided epoch.
@@ -124,7 +129,9 @@ impl<D: ExchangeData> DecideState<D> {
             fresh: Vec::new(),
             repeats: Vec::new(),
             same_tick: SameTick::default(),
+            stamps: Vec::new(),
             order: Vec::new(),
+            shard_of: Vec::new(),
             bounds: Vec::new(),
             last_epoch_len: 0,
             spare: Vec::new(),
@@ -328,7 +335,10 @@ impl<D: ExchangeData> DecideState<D> {
         // 1. every key of a tick is checked against the state before the tick,
         // 2. every key of the tick is inserted; a key inserted earlier in the tick finds all its
         //    cells at the tick already (a repeat candidate).
-        let mut order = self.by_shard(records.iter().map(|&(t, fp, _)| (t, fp)));
+        let mut stamps = std::mem::take(&mut self.stamps);
+        stamps.clear();
+        stamps.extend(records.iter().map(|&(t, fp, _)| (t, fp)));
+        let mut order = self.by_shard(stamps.iter().copied());
         for w in self.bounds.windows(2) {
             let segment = &mut order[w[0]..w[1]];
             if !segment.is_sorted_by_key(|s| s.tick) {
@@ -381,7 +391,8 @@ impl<D: ExchangeData> DecideState<D> {
         self.order = order;
         let same_tick = self
             .same_tick
-            .resolve(&records, &repeats, &mut fresh, &self.key);
+            .resolve(&records, &stamps, &repeats, &mut fresh, &self.key);
+        self.stamps = stamps;
         let total = records.len() as u64;
         self.last_epoch_len = records.len();
         let fresh_here = &fresh[..records.len()];
@@ -419,8 +430,12 @@ impl<D: ExchangeData> DecideState<D> {
         let bounds = &mut self.bounds;
         bounds.clear();
         bounds.resize(shards as usize + 1, 0);
+        let shard_of = &mut self.shard_of;
+        shard_of.clear();
         for (_, fp) in items.clone() {
-            bounds[shard_of_fp(fp, shards) as usize + 1] += 1;
+            let s = shard_of_fp(fp, shards);
+            shard_of.push(s);
+            bounds[s as usize + 1] += 1;
         }
         for s in 1..bounds.len() {
             bounds[s] += bounds[s - 1];
@@ -429,8 +444,8 @@ impl<D: ExchangeData> DecideState<D> {
         let mut order = std::mem::take(&mut self.order);
         order.clear();
         order.resize(bounds[shards as usize], Slot::default());
-        for (i, (tick, fp)) in items.enumerate() {
-            let at = &mut next[shard_of_fp(fp, shards) as usize];
+        for (i, ((tick, fp), &s)) in items.zip(shard_of.iter()).enumerate() {
+            let at = &mut next[s as usize];
             order[*at] = Slot { tick, fp, i };
             *at += 1;
         }

@@ -50,10 +50,12 @@ struct Group {
 impl SameTick {
     /// Among fresh records whose `(tick, fingerprint)` is in `candidates` (flagged by the
     /// filter, in any order, repeated or not), keeps one per tick and exact key fresh, the one
-    /// with the smallest encoding; returns how many it dropped.
+    /// with the smallest encoding; returns how many it dropped. `stamps[i]` is `records[i]`'s
+    /// `(tick, fingerprint)`, the 16 bytes the pass over every record reads.
     pub fn resolve<D: Serialize>(
         &mut self,
         records: &[Fingerprinted<D>],
+        stamps: &[(Tick, u64)],
         candidates: &[(Tick, u64)],
         fresh: &mut [bool],
         key: &KeyBytes<D>,
@@ -75,13 +77,14 @@ impl SameTick {
             bytes,
         } = self;
         let mut dropped = 0;
-        for (i, (t, fp, record)) in records.iter().enumerate() {
+        for (i, (t, fp)) in stamps.iter().enumerate() {
             if !fresh[i] || bloom[(fp >> 6) as usize & 63] & (1 << (fp & 63)) == 0 {
                 continue;
             }
             let Some(slot) = candidates.get_mut(&(*t, *fp)) else {
                 continue;
             };
+            let record = &records[i].2;
             if *slot == UNMET {
                 *slot = found.len();
                 found.push(Group::new(i));
@@ -282,8 +285,9 @@ mod tests {
             let before: Vec<bool> = records.iter().map(|_| next(5) > 0).collect();
             let (mut want, mut got) = (before.clone(), before);
             let dropped = model(&records, &candidates, &mut want, &key);
+            let stamps: Vec<_> = records.iter().map(|&(t, fp, _)| (t, fp)).collect();
             assert_eq!(
-                state.resolve(&records, &candidates, &mut got, &key),
+                state.resolve(&records, &stamps, &candidates, &mut got, &key),
                 dropped,
                 "case {case}"
             );
@@ -296,7 +300,7 @@ mod tests {
         let records = vec![(1, 1, (1, 1)), (1, 1, (1, 2))];
         let mut fresh = vec![true; 2];
         assert_eq!(
-            SameTick::default().resolve(&records, &[], &mut fresh, &key_bytes()),
+            SameTick::default().resolve(&records, &[(1, 1), (1, 1)], &[], &mut fresh, &key_bytes()),
             0
         );
         assert_eq!(fresh, [true, true]);

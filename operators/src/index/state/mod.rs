@@ -5,7 +5,7 @@ use super::config::IndexConfig;
 use super::delta::{shard_words, DeltaWords, EpochRecords, LevelDelta, BLOCK_WORDS};
 use super::digest::{block_hash, BlockUpdate};
 use super::stats::{LevelStats, RejectReason};
-use chronobloom_core::bloom::{blocked_probes, FilterShape, Layout, BLOCK_BITS};
+use chronobloom_core::bloom::{blocked_probes, probes_in_block, FilterShape, Layout, BLOCK_BITS};
 use chronobloom_core::hash::{BucketMix, FastMod, Key, KeyHash};
 use chronobloom_core::prefetch::prefetch;
 use chronobloom_core::temporal::{dyadic_cover, Allocation, Answer, Pbf2, Tick, TimeRange};
@@ -253,39 +253,39 @@ impl LevelShard {
             return self.insert_each(hashes);
         };
         let k = self.shape.hashes;
-        // Only `lo` places a blocked probe; slot `n % AHEAD` holds the `n`th hash until it is set.
-        let mut ring = [0u64; AHEAD];
+        // Only `lo` places a blocked probe; slot `n % AHEAD` holds the `n`th hash and its block
+        // until it is set.
+        let mut ring = [(0u64, 0u64); AHEAD];
         let mut n = 0;
         for h in hashes {
             if n >= AHEAD {
-                self.set_block_probes(ring[n % AHEAD], k, blocks);
+                self.set_block_probes(ring[n % AHEAD], k);
             }
-            prefetch(
-                &self.words,
-                (blocks.reduce(h.lo) * BLOCK_BITS / 64) as usize,
-            );
-            ring[n % AHEAD] = h.lo;
+            let block = blocks.reduce(h.lo);
+            prefetch(&self.words, (block * BLOCK_BITS / 64) as usize);
+            ring[n % AHEAD] = (h.lo, block);
             n += 1;
         }
         for j in n.saturating_sub(AHEAD)..n {
-            self.set_block_probes(ring[j % AHEAD], k, blocks);
+            self.set_block_probes(ring[j % AHEAD], k);
         }
     }
 
-    /// Sets the `k` probe bits of a blocked hash with low half `lo` in its block (the level is
-    /// wholly held), counting the new ones and marking the block when any is new.
+    /// Sets the `k` probe bits of a blocked hash with low half `lo` in its block `block` (the
+    /// level is wholly held), counting the new ones and marking the block when any is new.
     #[inline]
-    fn set_block_probes(&mut self, lo: u64, k: u32, blocks: FastMod) {
+    fn set_block_probes(&mut self, (lo, block): (u64, u64), k: u32) {
         let mut added = 0;
-        for p in blocked_probes(KeyHash { lo, hi: 0 }, k, blocks) {
+        for p in probes_in_block(block, lo, k) {
             if let Some(w) = self.words.get_mut((p / 64) as usize) {
                 let bit = 1 << (p % 64);
                 added += u64::from(*w & bit == 0);
                 *w |= bit;
             }
         }
-        let block = (blocks.reduce(lo) * BLOCK_BITS / 64) as usize / BLOCK_WORDS;
-        if let Some(d) = self.dirty.get_mut(block) {
+        // the digest block (of `BLOCK_WORDS` words) holding the filter block's words
+        let digest_block = (block * BLOCK_BITS / 64) as usize / BLOCK_WORDS;
+        if let Some(d) = self.dirty.get_mut(digest_block) {
             *d |= added > 0;
         }
         self.ones += added;

@@ -88,13 +88,13 @@ fn bitmap_deltas_merge_like_single_words() {
 }
 
 /// Inserts epochs `0..epochs` of 64 ticks, `n` records each (`record(epoch, i)` gives the key
-/// and the tick), into shard `me` of `peers` of partitions `0..partitions` (1,024 ticks each), as
-/// epoch batches and record by record, and asserts that both leave the same words, counts of ones
-/// and changed blocks.
+/// and the tick), into shard `me` of `peers` of partitions `0..partitions` (1,024 ticks and
+/// `bits` bits each), as epoch batches and record by record, and asserts that both leave the same
+/// words, counts of ones and changed blocks.
 fn assert_batches_insert_like_one_by_one(
     layout: Layout,
     (me, peers): (usize, usize),
-    (partitions, epochs, n): (u64, u64, u64),
+    (partitions, epochs, n, bits): (u64, u64, u64, u64),
     record: impl Fn(u64, u64) -> (u64, Tick),
     what: &str,
 ) {
@@ -102,7 +102,7 @@ fn assert_batches_insert_like_one_by_one(
         .epoch_len(64)
         .partition_len(1024)
         .partitions(2)
-        .bits(1 << 16)
+        .bits(bits)
         .layout(layout)
         .build()
         .unwrap();
@@ -121,9 +121,13 @@ fn assert_batches_insert_like_one_by_one(
             single.insert_hash(hash, tick).unwrap();
         }
         assert_eq!(batch.insert_records(epoch, &records), 0);
+        assert_eq!(
+            batch.refresh_blocks(),
+            single.refresh_blocks(),
+            "{layout:?}, worker {me} of {peers}, {what}: changed blocks after epoch {epoch}"
+        );
     }
     assert_eq!(batch, single, "{layout:?}, worker {me} of {peers}, {what}");
-    assert_eq!(batch.refresh_blocks(), single.refresh_blocks());
 }
 
 /// An epoch's records inserted as a batch (coarsened level by level, repeats dropped) leave every
@@ -138,7 +142,11 @@ fn epoch_records_insert_like_one_by_one() {
                 // few keys: many repeats at every level
                 (r % 40, epoch * 64 + (r >> 20) % 64)
             };
-            assert_batches_insert_like_one_by_one(layout, shard, (1, 16, 300), record, "40 keys");
+            let case = (1, 16, 300, 1 << 16);
+            assert_batches_insert_like_one_by_one(layout, shard, case, record, "40 keys");
+            // few records in levels of many digest blocks: each epoch changes only some blocks
+            let case = (1, 16, 5, 1 << 22);
+            assert_batches_insert_like_one_by_one(layout, shard, case, record, "sparse");
         }
     }
 }
@@ -162,7 +170,8 @@ fn remembered_points_skip_only_levels_already_set() {
                     )
                 };
                 let what = format!("{universe} keys, spread {spread}");
-                assert_batches_insert_like_one_by_one(layout, shard, (2, 32, 2_000), record, &what);
+                let case = (2, 32, 2_000, 1 << 16);
+                assert_batches_insert_like_one_by_one(layout, shard, case, record, &what);
             }
         }
     }
