@@ -33,14 +33,21 @@ const SIDES: usize = MAX_SIDE_HASHES as usize;
 
 /// The row tests of a batch whose varying side is hashed to a [`KeyHash`] per tuple.
 trait RowTests {
+    /// What a tuple's tests need of its hash, computed once ([`Self::probe`]) for the request
+    /// and the tests of both stages.
+    type Probe: Copy;
+    /// A placeholder to fill buffers of probes with.
+    const NONE: Self::Probe;
+    /// The probe of a tuple whose varying side hashed to `h`.
+    fn probe(&self, h: KeyHash) -> Self::Probe;
     /// Requests the lines of the tuple's cells in its first row.
-    fn request_first(&self, h: KeyHash);
+    fn request_first(&self, p: &Self::Probe);
     /// Whether the tuple's cells in its first row are all set.
-    fn first(&self, h: KeyHash) -> bool;
+    fn first(&self, p: &Self::Probe) -> bool;
     /// Requests the lines of the tuple's cells in its other rows.
-    fn request_rest(&self, h: KeyHash);
+    fn request_rest(&self, p: &Self::Probe);
     /// Whether the tuple's cells in its other rows are all set.
-    fn rest(&self, h: KeyHash) -> bool;
+    fn rest(&self, p: &Self::Probe) -> bool;
 }
 
 /// Appends to `out` the answer of `tests` for each of `items`, hashed by `hash`, in the items'
@@ -48,62 +55,63 @@ trait RowTests {
 /// of those that pass), then test the other rows of those. A batch of fewer than
 /// [`EAGER_BELOW`] tuples requests every row up front.
 #[inline]
-fn staged<T>(
+fn staged<T, R: RowTests>(
     items: &[T],
     hash: impl Fn(&T) -> KeyHash,
-    tests: &impl RowTests,
+    tests: &R,
     out: &mut Vec<bool>,
 ) {
     if items.len() < EAGER_BELOW {
-        let mut hashes = [KeyHash { lo: 0, hi: 0 }; EAGER_BELOW];
-        for (slot, item) in hashes.iter_mut().zip(items) {
-            *slot = hash(item);
-            tests.request_first(*slot);
-            tests.request_rest(*slot);
+        let mut probes = [R::NONE; EAGER_BELOW];
+        for (slot, item) in probes.iter_mut().zip(items) {
+            *slot = tests.probe(hash(item));
+            tests.request_first(slot);
+            tests.request_rest(slot);
         }
-        let hashes = &hashes[..items.len()];
-        out.extend(hashes.iter().map(|&h| tests.first(h) && tests.rest(h)));
+        let probes = &probes[..items.len()];
+        out.extend(probes.iter().map(|p| tests.first(p) && tests.rest(p)));
         return;
     }
     if items.len() <= SHORT_CHUNK {
-        chunked::<SHORT_CHUNK, T>(items, hash, tests, out);
+        chunked::<SHORT_CHUNK, T, R>(items, hash, tests, out);
     } else {
-        chunked::<CHUNK, T>(items, hash, tests, out);
+        chunked::<CHUNK, T, R>(items, hash, tests, out);
     }
 }
 
 /// [`staged`] for a batch of at least [`EAGER_BELOW`] tuples, `N` at a time: buffers of `N`
-/// entries (zeroed per batch: a short batch zeroes short ones).
+/// entries (filled per batch: a short batch fills short ones).
 #[inline]
-fn chunked<const N: usize, T>(
+fn chunked<const N: usize, T, R: RowTests>(
     items: &[T],
     hash: impl Fn(&T) -> KeyHash,
-    tests: &impl RowTests,
+    tests: &R,
     out: &mut Vec<bool>,
 ) {
-    let mut hashes = [KeyHash { lo: 0, hi: 0 }; N];
+    let mut probes = [R::NONE; N];
     let mut passed = [0usize; N];
     for chunk in items.chunks(N) {
-        let hashes = &mut hashes[..chunk.len()];
-        for (slot, item) in hashes.iter_mut().zip(chunk) {
-            *slot = hash(item);
-            tests.request_first(*slot);
+        let probes = &mut probes[..chunk.len()];
+        for (slot, item) in probes.iter_mut().zip(chunk) {
+            *slot = tests.probe(hash(item));
+            tests.request_first(slot);
         }
         let start = out.len();
+        out.resize(start + chunk.len(), false);
+        let answers = &mut out[start..];
         let mut n = 0;
-        for (i, &h) in hashes.iter().enumerate() {
-            let pass = tests.first(h);
-            out.push(pass);
+        for (i, (p, answer)) in probes.iter().zip(answers.iter_mut()).enumerate() {
+            let pass = tests.first(p);
+            *answer = pass;
             // Branch-free: most tuples fail, and which ones is unpredictable.
             passed[n] = i;
             n += usize::from(pass);
         }
         for &i in &passed[..n] {
-            tests.request_rest(hashes[i]);
+            tests.request_rest(&probes[i]);
         }
-        let answers = &mut out[start..];
         for &i in &passed[..n] {
-            answers[i] = tests.rest(hashes[i]);
+            answers[i] = tests.rest(&probes[i]);
         }
     }
 }
@@ -135,17 +143,10 @@ impl<C: ColCount> ValueTests<'_, C> {
         })
     }
 
-    /// Whether the value hashed to `h` has all its columns set in each of `rows`.
+    /// Requests, in each of `rows`, the line of the value's first column.
     #[inline]
-    fn has_value(&self, rows: &[u64], h: KeyHash) -> bool {
-        let cols = self.count.cols(self.g, h);
-        self.has(rows, cols.as_ref())
-    }
-
-    /// Requests, in each of `rows`, the line of the tuple's first column.
-    #[inline]
-    fn request(&self, rows: &[u64], h: KeyHash) {
-        let col = self.g.first_col(h);
+    fn request(&self, rows: &[u64], cols: &C::Cols) {
+        let col = cols.as_ref().first().copied().unwrap_or(0);
         for &row in rows {
             prefetch(self.words, (row + col / 64) as usize);
         }
@@ -153,24 +154,33 @@ impl<C: ColCount> ValueTests<'_, C> {
 }
 
 impl<C: ColCount> RowTests for ValueTests<'_, C> {
+    /// The value's columns.
+    type Probe = C::Cols;
+    const NONE: C::Cols = C::NONE;
+
     #[inline]
-    fn request_first(&self, h: KeyHash) {
-        self.request(self.first, h);
+    fn probe(&self, h: KeyHash) -> C::Cols {
+        self.count.cols(self.g, h)
     }
 
     #[inline]
-    fn first(&self, h: KeyHash) -> bool {
-        self.has_value(self.first, h)
+    fn request_first(&self, cols: &C::Cols) {
+        self.request(self.first, cols);
     }
 
     #[inline]
-    fn request_rest(&self, h: KeyHash) {
-        self.request(self.rest, h);
+    fn first(&self, cols: &C::Cols) -> bool {
+        self.has(self.first, cols.as_ref())
     }
 
     #[inline]
-    fn rest(&self, h: KeyHash) -> bool {
-        self.has_value(self.rest, h)
+    fn request_rest(&self, cols: &C::Cols) {
+        self.request(self.rest, cols);
+    }
+
+    #[inline]
+    fn rest(&self, cols: &C::Cols) -> bool {
+        self.has(self.rest, cols.as_ref())
     }
 }
 
@@ -196,35 +206,44 @@ impl KeyTests<'_> {
         })
     }
 
-    /// Requests the lines of the fixed columns in row `r`.
+    /// Requests the lines of the fixed columns in the row starting at word `row`.
     #[inline]
-    fn request(&self, r: u64) {
+    fn request(&self, row: u64) {
         for &w in self.lines {
-            prefetch(self.words, (r * self.row_words + w) as usize);
+            prefetch(self.words, (row + w) as usize);
         }
     }
 }
 
 impl RowTests for KeyTests<'_> {
+    /// The key's hash and the first word of its first row.
+    type Probe = (KeyHash, u64);
+    const NONE: (KeyHash, u64) = (KeyHash { lo: 0, hi: 0 }, 0);
+
     #[inline]
-    fn request_first(&self, h: KeyHash) {
-        self.request(self.rows.nth(h, 0));
+    fn probe(&self, h: KeyHash) -> (KeyHash, u64) {
+        (h, self.rows.nth(h, 0) * self.row_words)
     }
 
     #[inline]
-    fn first(&self, h: KeyHash) -> bool {
-        self.has(self.rows.nth(h, 0) * self.row_words)
+    fn request_first(&self, &(_, row): &(KeyHash, u64)) {
+        self.request(row);
     }
 
     #[inline]
-    fn request_rest(&self, h: KeyHash) {
+    fn first(&self, &(_, row): &(KeyHash, u64)) -> bool {
+        self.has(row)
+    }
+
+    #[inline]
+    fn request_rest(&self, &(h, _): &(KeyHash, u64)) {
         for r in self.rows.positions(h, self.row_hashes).skip(1) {
-            self.request(r);
+            self.request(r * self.row_words);
         }
     }
 
     #[inline]
-    fn rest(&self, h: KeyHash) -> bool {
+    fn rest(&self, &(h, _): &(KeyHash, u64)) -> bool {
         self.rows
             .positions(h, self.row_hashes)
             .skip(1)

@@ -105,13 +105,6 @@ impl Geometry {
             .map(move |c| base + c)
     }
 
-    /// The first of the columns [`Self::col_indices_of_hash`] gives (one reduction: enough to
-    /// request its line).
-    #[inline]
-    pub(crate) fn first_col(&self, hash: KeyHash) -> u64 {
-        self.class_base(hash) + self.class_cols.nth(hash, 0)
-    }
-
     /// The first column of the hash's class.
     #[inline]
     pub(crate) fn class_base(&self, hash: KeyHash) -> u64 {
