@@ -113,7 +113,6 @@ proptest! {
         prop_assert_eq!(folded, direct);
     }
 
-    /// The fixed-size probe array is the iterator's first positions, for any divisor.
     #[test]
     fn distinct_tuples_distinct_bytes(a in ".{0,5}", b in ".{0,5}", c in ".{0,5}", d in ".{0,5}") {
         prop_assume!((a.as_str(), b.as_str()) != (c.as_str(), d.as_str()));

@@ -109,7 +109,10 @@ impl MatrixShape {
         if rows > MAX_SPREAD || shape.class_cols() > MAX_SPREAD {
             return Err(Error::invalid(
                 "rows, cols",
-                format!("rows and columns per class are at most 2^32 (positions are scaled from 32-bit words); got {rows} and {}", shape.class_cols()),
+                format!(
+                    "{rows} rows and {} columns per class: at most 2^32 each",
+                    shape.class_cols()
+                ),
             ));
         }
         Ok(shape)
@@ -165,13 +168,16 @@ impl MatrixShape {
     /// Theorem 1's. For a query with `d1` distinct rows and `d2` distinct columns, by
     /// inclusion–exclusion over the set `S` of its cells left clear,
     /// `FPR = Σ_S (−1)^{|S|} P(no tuple of one first component covers a cell of S)^{first}`. A first
-    /// component covers each query row with probability `ρ = 1 − (1 − 1/m1)^{k1}`; each of its
-    /// `per_first` tuples lands in the query's class with probability `1/j` and then covers each
-    /// query column with probability `γ = 1 − (1 − j/m2)^{k2}`, independently. The query's own
-    /// `k1` rows (`k2` columns) are independent draws, so they are `d1 < k1` distinct ones with
-    /// the probability of that many distinct values among `k1` draws of `m1`: fewer cells to find
-    /// set, a rate several times higher. The rate is the sum over `(d1, d2)` weighted so. `None`
-    /// when `k1 · k2 > 12` (the sum has up to `2^{k1 k2}` terms).
+    /// component's `k1` rows cover exactly a given set `A` of the query's rows with the
+    /// probability that `k1` independent draws from `m1` hit every row of `A` and none of the
+    /// others (inclusion–exclusion over the rows of `A` they miss); each of its `per_first`
+    /// tuples lands in the query's class with probability `1/j` and then covers exactly a set `B`
+    /// of the query's columns likewise (`k2` draws from `m2 / j`). The query's own `k1` rows (`k2`
+    /// columns) are independent draws too, so they are `d1 < k1` distinct ones with the
+    /// probability of that many distinct values among `k1` draws of `m1`: fewer cells to find
+    /// set, a rate several times higher. The rate is the sum over `(d1, d2)` weighted so: exact
+    /// for independent positions ([`crate::hash::Spread`]). `None` when `k1 · k2 > 12` (the sum
+    /// has up to `2^{k1 k2}` terms).
     pub fn fpr_exact(&self, first: f64, per_first: f64) -> Option<f64> {
         let (k1, k2) = (self.row_hashes, self.col_hashes);
         if k1 * k2 > Self::EXACT_MAX_CELLS {

@@ -286,6 +286,10 @@ fn invalid_shapes_are_refused() {
     assert!(MatrixShape::new(10, 10, 1, (0, 1), ms).is_err());
     assert!(MatrixShape::new(10, 10, 1, (1, 17), ms).is_err());
     assert!(MatrixShape::new(u64::MAX / 2, u64::MAX / 2, 1, (1, 1), ms).is_err());
+    // positions are scaled from 32-bit words: a side over 2^32 is refused, 2^32 is not
+    assert!(MatrixShape::new((1 << 32) + 1, 1, 1, (1, 1), ms).is_err());
+    assert!(MatrixShape::new(2, (1 << 33) + 2, 2, (1, 1), ms).is_err());
+    assert!(MatrixShape::new(1 << 32, 1, 1, (1, 1), ms).is_ok());
     assert!(MatrixShape::for_fpr(0, 0.01).is_err());
     assert!(MatrixShape::for_fpr(10, 1.0).is_err());
     assert!(MatrixShape::min_storage(10, 0, 0.01).is_err());

@@ -140,3 +140,15 @@ fn batch_query_against_pbf2_one_by_one() {
         fp_pbf as f64 / absent as f64
     );
 }
+
+/// A level's rows are direct-mapped: bucket `b` is row `b mod m1` (time buckets are small
+/// consecutive integers, which a scaled position would crowd into the first rows).
+#[test]
+fn direct_mapped_rows_are_the_bucket_mod_rows() {
+    let shape = MatrixShape::new(1_000, 640, 1, (1, 3), MatrixLayout::MinimumStorage).unwrap();
+    let m = MatrixBloom::new(shape, 3).unwrap();
+    let stride = m.geometry.stride;
+    for b in [0u64, 1, 7, 999, 1_000, 1_234, u64::MAX] {
+        assert_eq!(m.geometry.row_at(b).offsets(), [(b % 1_000) * stride]);
+    }
+}
