@@ -48,7 +48,7 @@ pub use fastmod::FastMod;
 pub use key::{CanonicalBytes, Key};
 pub use prehashed::Prehashed;
 pub use probes::Probes;
-pub use spread::{Spread, MAX_SPREAD};
+pub use spread::{Positions, Spread, MAX_SPREAD};
 
 use serde::{Deserialize, Serialize};
 

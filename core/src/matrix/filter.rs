@@ -36,9 +36,10 @@ pub struct MatrixBloom {
 }
 
 /// How this build places a tuple's bits, serialized with them: 1 was enhanced double hashing
-/// reduced by a remainder (before 2026-11-26; serialized without the field), 2 is
-/// [`crate::hash::Spread`]. A matrix is read back only by a build that places bits the same way.
-const POSITIONS: u16 = 2;
+/// reduced by a remainder (before 2026-11-26; serialized without the field), 2 was
+/// [`crate::hash::Spread`] with mixed words from the fifth position on (5b50153 to 805b55f), 3
+/// is `Spread`. A matrix is read back only by a build that places bits the same way.
+const POSITIONS: u16 = 3;
 
 /// The serialized form: the shape, the seed, the bits and how they were placed; the geometry is
 /// derived again, and the bits must have the shape's length.
