@@ -45,10 +45,11 @@ impl Spread {
     #[inline]
     fn word(hash: KeyHash, i: u32) -> u64 {
         match i {
-            0 => hash.lo & 0xffff_ffff,
-            1 => hash.lo >> 32,
-            2 => hash.hi & 0xffff_ffff,
-            3 => hash.hi >> 32,
+            // lo's low and high halves, then hi's: a select and a shift, no jump table
+            0..=3 => {
+                let half = if i < 2 { hash.lo } else { hash.hi };
+                (half >> ((i & 1) * 32)) & 0xffff_ffff
+            }
             _ => {
                 let i = u64::from(i);
                 let cubic = (i * i * i - i) / 6;
