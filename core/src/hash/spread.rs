@@ -51,8 +51,10 @@ impl Spread {
                 (half >> ((i & 1) * 32)) & 0xffff_ffff
             }
             _ => {
+                // (i³ − i) / 6 exactly (i³ can pass 2^64), then modulo 2^64 as the steps wrap
+                let i128 = u128::from(i);
+                let cubic = ((i128 * i128 * i128 - i128) / 6) as u64;
                 let i = u64::from(i);
-                let cubic = (i * i * i - i) / 6;
                 hash.lo
                     .wrapping_add(i.wrapping_mul(hash.hi))
                     .wrapping_add(cubic)
@@ -149,6 +151,15 @@ mod tests {
             let (s, h) = (Spread::new(d).expect("a side in range"), KeyHash { lo, hi });
             prop_assert!(s.array::<3>(h).into_iter().eq(s.positions(h, 3)));
             prop_assert!(s.array::<16>(h).into_iter().eq(s.positions(h, 16)));
+        }
+    }
+
+    #[test]
+    fn far_positions_are_the_stepped_ones() {
+        // position 3,000,000, where i³ passes 2^64, as the iterator reaches it
+        let s = Spread::new(1_000_003).expect("a side in range");
+        for h in [KeyHash { lo: 1, hi: 2 }, KeyHash::of(&"far", 9)] {
+            assert_eq!(s.positions(h, 3_000_001).last(), Some(s.nth(h, 3_000_000)));
         }
     }
 
