@@ -376,3 +376,25 @@ fn a_young_stream_grows_into_one_table_and_keeps_keys_that_shared_an_entry() {
     assert!(f.seen(h(a), 30) && f.seen(h(b), 30));
     assert!((1..30).all(|t| (0..100).all(|k| f.seen(h(1_000_000 + t * 100 + k), 30))));
 }
+
+/// A few keys whose count swings (8, then 2, then 8 a window) keep one small table: it is not
+/// replaced by a smaller one (which would hold two tables for a window at every swing), and it
+/// holds at most 4 buckets' 512 bits.
+#[test]
+fn a_small_table_is_not_shrunk() {
+    let w = 64;
+    let mut f = TaggedCuckooFilter::new(w, w / 16, 0.01, 3).unwrap();
+    let mut next = 0;
+    for round in 0..6 {
+        let keys = if round % 2 == 0 { 8 } else { 2 };
+        for t in round * w..(round + 1) * w {
+            // the same few keys recur every tick within a round
+            for k in 0..keys {
+                f.insert_fingerprint(h(next + k), t).unwrap();
+            }
+        }
+        next += keys;
+    }
+    assert_eq!(f.stats().shrunk, 0, "{:?}", f.stats());
+    assert!(f.table_bits() <= 4 * 8 * 16, "{} bits", f.table_bits());
+}
