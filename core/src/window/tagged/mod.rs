@@ -450,9 +450,7 @@ impl TaggedCuckooFilter {
 
     /// The current tag and the live-tag mask of an insertion at `now` (observed).
     fn tags(&self, now: Tick) -> (u64, u32) {
-        let gen = generation_of(now, self.slack);
-        let first = generation_of(window_first(now, self.window), self.slack);
-        (gen % TAGS, tag_mask(first, gen))
+        (generation_of(now, self.slack) % TAGS, self.live_tags(now))
     }
 
     /// Inserts `hash` under `tag`, starting a larger table first if the active one is full. (A
@@ -532,6 +530,11 @@ impl TaggedCuckooFilter {
             generation_of(window_first(now, self.window), self.slack),
             generation_of(now, self.slack),
         )
+    }
+
+    /// Entries of every table whose tag is in `tags` (counted per tag as they change).
+    fn live_entries(&self, tags: u32) -> u64 {
+        with_tables!(&self.store, t => t.tables.iter().map(|x| x.live(tags)).sum())
     }
 
     /// Clears the entries dead at `now` from every table and recounts the population.
@@ -614,8 +617,7 @@ impl TaggedCuckooFilter {
         let now = g.saturating_mul(self.slack.saturating_add(1));
         // the entries of the live tags, counted as they are placed, re-tagged and cleared
         let live = self.live_tags(now);
-        self.population =
-            with_tables!(&self.store, t => t.tables.iter().map(|x| x.live(live)).sum());
+        self.population = self.live_entries(live);
         // Dead entries answer nothing and their slots count as free; they must be cleared
         // before their tag comes round again. After a sweep at s the entries' generations span
         // at most L; by s + 32 − L they span 32: the sweep runs then (and sooner when a full
@@ -641,8 +643,7 @@ impl TaggedCuckooFilter {
             let g_len = self.slack.saturating_add(1);
             let recent = (3 * live_gens).div_ceil(4);
             let newest = tag_mask(g + 1 - recent, g);
-            let kept: u64 =
-                with_tables!(&self.store, t => t.tables.iter().map(|x| x.live(newest)).sum());
+            let kept = self.live_entries(newest);
             let rate = self.rate.new_per_tick(now, g, g_len).unwrap_or(0.0);
             kept as f64 + rate * (g_len * (live_gens - recent)) as f64
         } else {

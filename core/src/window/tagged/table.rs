@@ -72,6 +72,13 @@ pub(super) struct Spot {
     pub fp: u64,
 }
 
+/// Where a live entry sits: a slot, or a place in the stash.
+#[derive(Debug, Clone, Copy)]
+enum Entry {
+    Slot(usize),
+    Stash(usize),
+}
+
 /// A cuckoo table of `buckets × SLOTS` slots.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct Table<S> {
@@ -263,97 +270,97 @@ impl<S: Slot> Table<S> {
         None
     }
 
-    /// Whether bucket `b` holds `fp` under a live tag.
+    /// The first live slot holding `fp` in bucket `b`.
     #[inline]
-    fn bucket_has(&self, b: usize, fp: u64, live: u32) -> bool {
+    fn live_in(&self, b: usize, fp: u64, live: u32) -> Option<usize> {
         let m = self.matches(b, fp);
-        m != 0 && self.first_live(b, m, live).is_some()
+        if m == 0 {
+            None
+        } else {
+            self.first_live(b, m, live)
+        }
+    }
+
+    /// The live slot the spot's key matches: its first bucket, then (only then computed) its
+    /// other one.
+    #[inline]
+    fn find_in_buckets(&self, spot: Spot, live: u32) -> Option<usize> {
+        self.live_in(spot.bucket, spot.fp, live)
+            .or_else(|| self.live_in(self.alt(spot.bucket, spot.fp), spot.fp, live))
+    }
+
+    /// The live entry the spot's key matches: in its buckets, else in the stash.
+    #[inline]
+    fn find(&self, spot: Spot, live: u32) -> Option<Entry> {
+        self.find_in_buckets(spot, live)
+            .map(Entry::Slot)
+            .or_else(|| {
+                let alt = self.alt(spot.bucket, spot.fp);
+                self.stash
+                    .iter()
+                    .position(|&(b, s)| {
+                        let word: u64 = s.into();
+                        word >> TAG_BITS == spot.fp
+                            && is_live(word, live)
+                            && (b == spot.bucket || b == alt)
+                    })
+                    .map(Entry::Stash)
+            })
+    }
+
+    /// The slot word of an entry.
+    #[inline]
+    fn word(&self, e: Entry) -> u64 {
+        match e {
+            Entry::Slot(i) => self.slots[i].into(),
+            Entry::Stash(j) => self.stash[j].1.into(),
+        }
+    }
+
+    /// Re-tags entry `e` (fingerprint `fp`) to `tag` and says what it carried.
+    #[inline]
+    fn retag(&mut self, e: Entry, fp: u64, tag: u64) -> Prior {
+        let word = self.word(e);
+        if tag_of(word) == tag {
+            return Prior::Current;
+        }
+        self.retag_count(word, tag);
+        let packed = S::pack(fp, tag);
+        match e {
+            Entry::Slot(i) => self.slots[i] = packed,
+            Entry::Stash(j) => self.stash[j].1 = packed,
+        }
+        Prior::Older
     }
 
     /// The tag of the live entry a key at `spot` matches (the first, as [`Self::contains`]
     /// finds it), if any.
     pub fn live_tag(&self, spot: Spot, live: u32) -> Option<u64> {
-        for b in [spot.bucket, self.alt(spot.bucket, spot.fp)] {
-            let m = self.matches(b, spot.fp);
-            if let Some(i) = (m != 0).then(|| self.first_live(b, m, live)).flatten() {
-                return Some(tag_of(self.slots[i].into()));
-            }
-        }
-        self.stash.iter().find_map(|&(b, s)| {
-            let s: u64 = s.into();
-            (s >> TAG_BITS == spot.fp
-                && is_live(s, live)
-                && (b == spot.bucket || b == self.alt(spot.bucket, spot.fp)))
-            .then(|| tag_of(s))
-        })
+        self.find(spot, live).map(|e| tag_of(self.word(e)))
     }
 
     /// Whether the table holds the spot's fingerprint under a tag in `live`.
     #[inline]
     pub fn contains(&self, spot: Spot, live: u32) -> bool {
-        self.bucket_has(spot.bucket, spot.fp, live)
-            || self.bucket_has(self.alt(spot.bucket, spot.fp), spot.fp, live)
-            || self.stash.iter().any(|&(b, s)| {
-                let s: u64 = s.into();
-                s >> TAG_BITS == spot.fp
-                    && is_live(s, live)
-                    && (b == spot.bucket || b == self.alt(spot.bucket, spot.fp))
-            })
+        self.find(spot, live).is_some()
     }
 
-    /// Re-tags a live entry with the spot's fingerprint to `tag` (a tag in `live`) and says what
-    /// it carried; `None` when there is none.
+    /// Re-tags a live entry in the spot's buckets (not the stash) with the spot's fingerprint to
+    /// `tag` (a tag in `live`) and says what it carried; `None` when there is none.
     #[inline]
     pub fn refresh(&mut self, spot: Spot, tag: u64, live: u32) -> Option<Prior> {
-        for b in [spot.bucket, self.alt(spot.bucket, spot.fp)] {
-            let m = self.matches(b, spot.fp);
-            if m == 0 {
-                continue;
-            }
-            if let Some(i) = self.first_live(b, m, live) {
-                if tag_of(self.slots[i].into()) == tag {
-                    return Some(Prior::Current);
-                }
-                self.retag_count(self.slots[i].into(), tag);
-                self.slots[i] = S::pack(spot.fp, tag);
-                return Some(Prior::Older);
-            }
-        }
-        None
+        let i = self.find_in_buckets(spot, live)?;
+        Some(self.retag(Entry::Slot(i), spot.fp, tag))
     }
 
     /// Inserts the spot's key under `tag` (a tag in `live`): refreshes a live entry with its
     /// fingerprint or places a new one, kicking entries to their other bucket when both are full.
     pub fn insert(&mut self, spot: Spot, tag: u64, live: u32) -> Prior {
-        let buckets = [spot.bucket, self.alt(spot.bucket, spot.fp)];
         // A live entry with the fingerprint, first bucket first (one vector compare a bucket).
-        for b in buckets {
-            let m = self.matches(b, spot.fp);
-            if m == 0 {
-                continue;
-            }
-            if let Some(i) = self.first_live(b, m, live) {
-                if tag_of(self.slots[i].into()) == tag {
-                    return Prior::Current;
-                }
-                self.retag_count(self.slots[i].into(), tag);
-                self.slots[i] = S::pack(spot.fp, tag);
-                return Prior::Older;
-            }
+        if let Some(e) = self.find(spot, live) {
+            return self.retag(e, spot.fp, tag);
         }
-        let stashed = self.stash.iter().position(|&(b, s)| {
-            let word: u64 = s.into();
-            word >> TAG_BITS == spot.fp && is_live(word, live) && buckets.contains(&b)
-        });
-        if let Some(j) = stashed {
-            let word: u64 = self.stash[j].1.into();
-            if tag_of(word) == tag {
-                return Prior::Current;
-            }
-            self.retag_count(word, tag);
-            self.stash[j].1 = S::pack(spot.fp, tag);
-            return Prior::Older;
-        }
+        let buckets = [spot.bucket, self.alt(spot.bucket, spot.fp)];
         // The first slot not live, first bucket first.
         let free = buckets.into_iter().find_map(|b| {
             let f = self.free_slots(b, live);
