@@ -1,5 +1,6 @@
 use super::*;
 use crate::index::delta::DeltaWords;
+use chronobloom_core::bloom::Layout;
 use chronobloom_core::hash::mix64;
 
 /// A small index configuration and the word count of its level 0.

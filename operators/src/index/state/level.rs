@@ -1,0 +1,293 @@
+//! One level of a partition as a worker holds it: its words (all, or the worker's share when
+//! sharded), merged from deltas, set by shipped records, probed by queries.
+
+use super::super::delta::{shard_words, BLOCK_WORDS};
+use chronobloom_core::bloom::{blocked_probes, probes_in_block, FilterShape, Layout, BLOCK_BITS};
+use chronobloom_core::hash::{BucketMix, FastMod, KeyHash};
+use chronobloom_core::prefetch::prefetch;
+use std::ops::Range;
+
+/// The words of one level a worker holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct LevelShard {
+    pub(super) shape: FilterShape,
+    pub(super) layout: Layout,
+    /// What probes are reduced by (the bits, or the blocks when blocked); `None` for a level
+    /// without bits.
+    pub(super) modulus: Option<FastMod>,
+    /// Index of the first word held.
+    pub(super) first: usize,
+    pub(super) words: Vec<u64>,
+    pub(super) ones: u64,
+    /// Per held block: changed since the last digest refresh.
+    pub(super) dirty: Vec<bool>,
+}
+
+/// Present words from which a held 64-word group of a bitmap delta is merged as one run.
+const DENSE_GROUP: usize = 16;
+
+impl LevelShard {
+    pub(super) fn new(shape: FilterShape, layout: Layout, owner: usize, me: usize) -> Self {
+        let range = shard_words(owner, shape.bits.div_ceil(64) as usize, me);
+        let blocks = range.len().div_ceil(BLOCK_WORDS);
+        let modulus = match layout {
+            Layout::Standard => FastMod::new(shape.bits),
+            Layout::Blocked => FastMod::new(shape.bits / BLOCK_BITS),
+        };
+        LevelShard {
+            shape,
+            layout,
+            modulus,
+            first: range.start,
+            words: vec![0; range.len()],
+            ones: 0,
+            dirty: vec![true; blocks],
+        }
+    }
+
+    pub(super) fn held(&self) -> Range<usize> {
+        self.first..self.first + self.words.len()
+    }
+
+    /// ORs `word` into word `i`; false when the level does not hold it.
+    #[inline]
+    pub(super) fn or_word(&mut self, i: usize, word: u64) -> bool {
+        let Some(w) = i
+            .checked_sub(self.first)
+            .and_then(|j| self.words.get_mut(j))
+        else {
+            return false;
+        };
+        let new = *w | word;
+        if new != *w {
+            self.ones += u64::from((new ^ *w).count_ones());
+            *w = new;
+            self.dirty[(i - self.first) / BLOCK_WORDS] = true;
+        }
+        true
+    }
+
+    /// ORs a bitmap delta (word `first + j` carries the next of `words` for each set bit `j` of
+    /// `present`) into the words held; returns how many the level does not hold. A group of 64
+    /// words with at least [`DENSE_GROUP`] present (all 64 when it is not wholly held) goes in as
+    /// one run, absent words as zeros.
+    pub(super) fn or_bitmap(&mut self, first: usize, present: &[u64], words: &[u64]) -> u64 {
+        let held = self.held();
+        let (mut refused, mut next) = (0, 0);
+        for (g, &bits) in present.iter().enumerate() {
+            let at = first + g * 64;
+            let n = bits.count_ones() as usize;
+            let inside = at >= held.start && at + 64 <= held.end;
+            if bits == u64::MAX || (inside && n >= DENSE_GROUP) {
+                let Some(carried) = words.get(next..next + n) else {
+                    return refused;
+                };
+                next += n;
+                if bits == u64::MAX {
+                    refused += self.or_run(at, carried);
+                    continue;
+                }
+                // Spread over the group's 64 words (absent ones zero) and OR as one run.
+                let mut run = [0u64; 64];
+                let mut rest = bits;
+                for &w in carried {
+                    run[rest.trailing_zeros() as usize] = w;
+                    rest &= rest - 1;
+                }
+                self.or_run(at, &run);
+                continue;
+            }
+            let mut rest = bits;
+            while rest != 0 {
+                let j = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                let Some(&w) = words.get(next) else {
+                    return refused;
+                };
+                next += 1;
+                refused += u64::from(!self.or_word(at + j, w));
+            }
+        }
+        refused
+    }
+
+    /// ORs the run of words starting at word `first` into the words held; returns how many of
+    /// them the level does not hold.
+    pub(super) fn or_run(&mut self, first: usize, run: &[u64]) -> u64 {
+        let held = self.held();
+        let lo = first.max(held.start);
+        let hi = (first + run.len()).min(held.end);
+        if lo >= hi {
+            return run.len() as u64;
+        }
+        let (a, b) = (lo - self.first, hi - self.first);
+        let mut ones = 0;
+        for (block, (dst, src)) in self.words[a..b]
+            .chunks_mut(BLOCK_WORDS)
+            .zip(run[lo - first..hi - first].chunks(BLOCK_WORDS))
+            .enumerate()
+        {
+            let mut added = 0;
+            for (d, &w) in dst.iter_mut().zip(src) {
+                added += u64::from((w & !*d).count_ones());
+                *d |= w;
+            }
+            if added > 0 {
+                ones += added;
+                // `a` may not be block-aligned: mark every block the chunk touches.
+                let start = (a + block * BLOCK_WORDS) / BLOCK_WORDS;
+                let end = (a + block * BLOCK_WORDS + dst.len() - 1) / BLOCK_WORDS;
+                for d in &mut self.dirty[start..=end] {
+                    *d = true;
+                }
+            }
+        }
+        self.ones += ones;
+        (run.len() - (hi - lo)) as u64
+    }
+
+    /// Sets the probe bits of `hash` (already at its bucket) that this shard holds.
+    pub(super) fn insert(&mut self, hash: KeyHash) {
+        self.insert_each(std::iter::once(hash));
+    }
+
+    /// Sets the probe bits of each hash (already at its bucket) that this shard holds, software
+    /// pipelined: the words of the next 16 hashes are prefetched before the bits of the current
+    /// 16 are set, and no write branches on a word's old value, so the cache misses of many keys
+    /// overlap.
+    pub(super) fn insert_each(&mut self, hashes: impl Iterator<Item = KeyHash>) {
+        const CHUNK: usize = 16;
+        let Some(m) = self.modulus.filter(|_| !self.words.is_empty()) else {
+            return;
+        };
+        let k = self.shape.hashes;
+        let mut hashes = hashes.peekable();
+        let mut current: Vec<u64> = Vec::with_capacity(CHUNK * k as usize);
+        let mut next: Vec<u64> = Vec::with_capacity(CHUNK * k as usize);
+        loop {
+            next.clear();
+            for h in hashes.by_ref().take(CHUNK) {
+                match self.layout {
+                    Layout::Standard => next.extend(h.probes(k, m)),
+                    Layout::Blocked => next.extend(blocked_probes(h, k, m)),
+                }
+            }
+            for &p in &next {
+                if let Some(j) = ((p / 64) as usize).checked_sub(self.first) {
+                    prefetch(&self.words, j);
+                }
+            }
+            for &p in &current {
+                self.set_bit(p);
+            }
+            if next.is_empty() {
+                break;
+            }
+            std::mem::swap(&mut current, &mut next);
+        }
+    }
+
+    /// Sets, at level `level`, the probe bits of each distinct `(lo, hi, bucket, set_from)` pair
+    /// (buckets in `first..=last`) that this shard holds, but for the pairs whose bits are set
+    /// from a level at or below this one (`set_from ≤ level`). A wholly held blocked level takes
+    /// the direct path: the block of the pair `AHEAD` places on is prefetched, and the pair's bits
+    /// are set in its one block.
+    pub(super) fn insert_pairs(
+        &mut self,
+        pairs: &[(u64, u64, u64, u32)],
+        level: u32,
+        first: u64,
+        last: u64,
+    ) {
+        const AHEAD: usize = 32;
+        let mixes: Vec<BucketMix> = (first..=last).map(BucketMix::of).collect();
+        let hashes = pairs
+            .iter()
+            .filter(|r| level < r.3)
+            .filter_map(|&(lo, hi, b, _)| {
+                let mix = mixes.get((b - first) as usize)?;
+                Some(KeyHash { lo, hi }.at_mixed(*mix))
+            });
+        let Some(blocks) = self.modulus.filter(|_| {
+            self.layout == Layout::Blocked
+                && self.first == 0
+                && self.words.len() as u64 * 64 >= self.shape.bits
+        }) else {
+            return self.insert_each(hashes);
+        };
+        let k = self.shape.hashes;
+        // Only `lo` places a blocked probe; slot `n % AHEAD` holds the `n`th hash and its block
+        // until it is set.
+        let mut ring = [(0u64, 0u64); AHEAD];
+        let mut n = 0;
+        for h in hashes {
+            if n >= AHEAD {
+                self.set_block_probes(ring[n % AHEAD], k);
+            }
+            let block = blocks.reduce(h.lo);
+            prefetch(&self.words, (block * BLOCK_BITS / 64) as usize);
+            ring[n % AHEAD] = (h.lo, block);
+            n += 1;
+        }
+        for j in n.saturating_sub(AHEAD)..n {
+            self.set_block_probes(ring[j % AHEAD], k);
+        }
+    }
+
+    /// Sets the `k` probe bits of a blocked hash with low half `lo` in its block `block` (the
+    /// level is wholly held), counting the new ones and marking the block when any is new.
+    #[inline]
+    pub(super) fn set_block_probes(&mut self, (lo, block): (u64, u64), k: u32) {
+        let mut added = 0;
+        for p in probes_in_block(block, lo, k) {
+            if let Some(w) = self.words.get_mut((p / 64) as usize) {
+                let bit = 1 << (p % 64);
+                added += u64::from(*w & bit == 0);
+                *w |= bit;
+            }
+        }
+        // the digest block (of `BLOCK_WORDS` words) holding the filter block's words
+        let digest_block = (block * BLOCK_BITS / 64) as usize / BLOCK_WORDS;
+        if let Some(d) = self.dirty.get_mut(digest_block) {
+            *d |= added > 0;
+        }
+        self.ones += added;
+    }
+
+    /// Sets bit `p` if this shard holds it, counting it and marking its block when it is new.
+    #[inline]
+    pub(super) fn set_bit(&mut self, p: u64) {
+        let Some(j) = ((p / 64) as usize).checked_sub(self.first) else {
+            return;
+        };
+        let Some(w) = self.words.get_mut(j) else {
+            return;
+        };
+        let old = *w;
+        *w = old | 1 << (p % 64);
+        let added = *w != old;
+        self.ones += u64::from(added);
+        self.dirty[j / BLOCK_WORDS] |= added;
+    }
+
+    /// True when every probe bit of `hash` this shard holds is set.
+    pub(super) fn holds_all(&self, hash: KeyHash) -> bool {
+        let Some(m) = self.modulus else { return true };
+        let held = |p: u64| {
+            let i = (p / 64) as usize;
+            i.checked_sub(self.first)
+                .and_then(|j| self.words.get(j))
+                .is_none_or(|w| w >> (p % 64) & 1 == 1)
+        };
+        match self.layout {
+            Layout::Standard => hash.probes(self.shape.hashes, m).all(held),
+            Layout::Blocked => blocked_probes(hash, self.shape.hashes, m).all(held),
+        }
+    }
+
+    /// Bits of the level this shard holds.
+    pub(super) fn held_bits(&self) -> u64 {
+        let end = (self.held().end as u64 * 64).min(self.shape.bits);
+        end.saturating_sub(self.first as u64 * 64)
+    }
+}
