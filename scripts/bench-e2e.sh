@@ -65,7 +65,7 @@ PARAMS="$BENCH_DIR/capture.params"
 # shellcheck disable=SC2206 # GEN_ARGS is a list of flags, split on purpose
 gen=(--packets "$PACKETS" $GEN_ARGS)
 # The capture depends on the flags and the generator's source (deterministic otherwise).
-want="gen_capture ${gen[*]} ($(sha256sum examples/gen_capture.rs | cut -c1-16))"
+want="gen_capture ${gen[*]} ($(cat examples/gen_capture/*.rs | sha256sum | cut -c1-16))"
 if [[ -s "$CAPTURE" && -f "$PARAMS" && "$(cat "$PARAMS")" == "$want" ]]; then
     echo "bench-e2e: reusing $CAPTURE ($want)" >&2
 else

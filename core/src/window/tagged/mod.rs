@@ -72,9 +72,11 @@
 //! assert!(!f.contains("10.0.0.1", 163)); // W + S ticks later: forgotten
 //! ```
 
+mod insert;
 mod order;
 mod rate;
 mod repr;
+mod sizing;
 mod table;
 mod tables;
 
@@ -86,22 +88,14 @@ use crate::temporal::Tick;
 use crate::window::WindowFilter;
 use rate::Rate;
 use serde::{Deserialize, Serialize};
-
-/// How far ahead of the key being placed a batch insertion requests a key's buckets.
-const PLACE_AHEAD: usize = 8;
+use sizing::buckets_for;
 use table::{Slot, Table, SLOTS, TAGS};
 use tables::Tables;
 
 /// Load at which a table is full.
 const LOAD: f64 = 0.95;
-/// Room left above the projected population when a table is sized.
-const HEADROOM: f64 = 1.15;
 /// Smallest table, in buckets.
 const MIN_BUCKETS: usize = 1;
-/// A table of at most this many buckets is not replaced by a smaller one: a few keys' count swings
-/// by half and back, and each replacement holds two tables for a window (measured on
-/// `data/real.pcap`'s 16 shards of about 15 keys: 47.0 → 44.4 bits per window key).
-const MIN_SHRINK_BUCKETS: usize = 4;
 /// Generations a stream is young for: its tables double and are rebuilt exactly from the keys'
 /// hashes, kept meanwhile, instead of being projected from a handful of keys and left to drain.
 const YOUNG_GENERATIONS: u64 = 2;
@@ -340,160 +334,6 @@ impl TaggedCuckooFilter {
         })
     }
 
-    /// Inserts the key with 64-bit hash `hash` at `now` (not before the latest insertion's
-    /// generation) and says what it found. [`Error::OutOfMemory`] when a larger table is needed
-    /// and cannot be had; the key is then not inserted.
-    pub fn insert_fingerprint(&mut self, hash: u64, now: Tick) -> Result<Prior> {
-        self.observe(now)?;
-        let (tag, live) = self.tags(now);
-        self.place(hash, now, tag, live)
-    }
-
-    /// Inserts a batch of keys at `now` and hands each item to `done` with what its key found.
-    /// The resulting state does not depend on the order of `items`: keys already live are
-    /// re-tagged first, then the others are placed in the order of their hashes (placement, and
-    /// so later false positives, depends on the order of insertion). `items` is left empty. On
-    /// an error ([`Error::OutOfMemory`] when a larger table cannot be had) the items not handed
-    /// to `done` were not inserted.
-    ///
-    /// ```
-    /// use chronobloom_core::hash::KeyHash;
-    /// use chronobloom_core::window::{Prior, TaggedCuckooFilter};
-    /// let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 0).unwrap();
-    /// let (x, y) = (KeyHash::of(&"x", 0).lo, KeyHash::of(&"y", 0).lo);
-    /// let mut found = Vec::new();
-    /// f.insert_batch(&mut vec![("a", x), ("b", y), ("c", x)], 5, |i, p| found.push((i, p)))
-    ///     .unwrap();
-    /// found.sort();
-    /// assert_eq!(found, [("a", Prior::New), ("b", Prior::New), ("c", Prior::Current)]);
-    /// ```
-    pub fn insert_batch<T>(
-        &mut self,
-        items: &mut Vec<(T, u64)>,
-        now: Tick,
-        done: impl FnMut(T, Prior),
-    ) -> Result<()> {
-        self.insert_batch_with(items, now, |_| false, done)
-    }
-
-    /// [`insert_batch`](Self::insert_batch) for a caller that knows some keys are absent:
-    /// `absent(item)` true promises that [`seen`](Self::seen) at `now` was false for the item's
-    /// key (before this batch), which spares the re-tag pass its look-up.
-    pub fn insert_batch_with<T>(
-        &mut self,
-        items: &mut Vec<(T, u64)>,
-        now: Tick,
-        absent: impl Fn(&T) -> bool,
-        mut done: impl FnMut(T, Prior),
-    ) -> Result<()> {
-        self.observe(now)?;
-        let (tag, live) = self.tags(now);
-        let mut fresh = Vec::with_capacity(items.len());
-        for (item, hash) in items.drain(..) {
-            if absent(&item) {
-                fresh.push((item, hash));
-                continue;
-            }
-            let bits = fp_bits(hash);
-            let found = with_tables!(&mut self.store, t => {
-                let active = t.active_mut();
-                let spot = active.spot(hash, bits);
-                active.refresh(spot, tag, live)
-            });
-            match found {
-                Some(prior) => {
-                    self.remember(hash);
-                    done(item, prior)
-                }
-                None => fresh.push((item, hash)),
-            }
-        }
-        order::sort_by_hash(&mut fresh);
-        // the distinct keys to place (repeats of a key sit side by side and take one slot)
-        let distinct = fresh.chunk_by(|a, b| a.1 == b.1).count() as u64;
-        // room for the whole batch at once (a stream's first batch, a burst): one larger table
-        // instead of a chain of small ones, each of which would answer false positives until
-        // its entries die
-        let room = |f: &Self| {
-            with_tables!(&f.store, t => {
-                let a = t.active();
-                let usable = (LOAD * a.capacity() as f64) as u64;
-                usable - a.occupied().min(usable)
-            })
-        };
-        if distinct > room(self) {
-            // dead entries may take the room
-            self.sweep(now);
-            if distinct > room(self) {
-                self.grow(now, generation_of(now, self.slack), distinct)?;
-            }
-        }
-        let mut previous = None;
-        // The buckets of the key `PLACE_AHEAD` places on are requested while this one is placed
-        // (the check brought them near, not into the first-level cache).
-        let ahead: Vec<u64> = fresh.iter().skip(PLACE_AHEAD).map(|&(_, h)| h).collect();
-        for (j, (item, hash)) in fresh.into_iter().enumerate() {
-            if let Some(&h) = ahead.get(j) {
-                self.prefetch(h);
-            }
-            // a repeat of the key just placed is current, even if the table grew in between
-            let prior = if previous == Some(hash) {
-                Prior::Current
-            } else {
-                self.place(hash, now, tag, live)?
-            };
-            previous = Some(hash);
-            done(item, prior);
-        }
-        Ok(())
-    }
-
-    /// The current tag and the live-tag mask of an insertion at `now` (observed).
-    fn tags(&self, now: Tick) -> (u64, u32) {
-        (generation_of(now, self.slack) % TAGS, self.live_tags(now))
-    }
-
-    /// Inserts `hash` under `tag`, starting a larger table first if the active one is full. (A
-    /// key live only in a drained table is placed anew: its entry there cannot be told from
-    /// another key's with the same fingerprint, so it stays until it dies.)
-    fn place(&mut self, hash: u64, now: Tick, tag: u64, live: u32) -> Result<Prior> {
-        if self.full() {
-            // dead entries may be what fills it
-            self.sweep(now);
-            if self.full() {
-                self.grow(now, generation_of(now, self.slack), 0)?;
-            }
-        }
-        let bits = fp_bits(hash);
-        let prior = with_tables!(&mut self.store, t => {
-            let active = t.active_mut();
-            let spot = active.spot(hash, bits);
-            active.insert(spot, tag, live)
-        });
-        if prior == Prior::New {
-            self.rate.record_new(now);
-            self.population = self.population.saturating_add(1);
-        }
-        self.remember(hash);
-        Ok(prior)
-    }
-
-    /// Keeps the hash of a key inserted while the stream is young; repeats are removed when the
-    /// list exceeds twice the population (and youth ends if that leaves it as long).
-    fn remember(&mut self, hash: u64) {
-        let bound = self.population.saturating_mul(2).saturating_add(64) as usize;
-        if let Some(young) = self.young.as_mut() {
-            young.push(hash);
-            if young.len() > bound {
-                young.sort_unstable();
-                young.dedup();
-                if young.len() > bound {
-                    self.young = None;
-                }
-            }
-        }
-    }
-
     /// Lets time pass to `now`: ends the generations before it (sweeping dead entries, dropping
     /// drained tables, resizing an emptied one). A time in or before the current generation
     /// changes nothing.
@@ -543,13 +383,6 @@ impl TaggedCuckooFilter {
         self.population = with_tables!(&mut self.store, t => t.sweep(dead));
         self.swept = generation_of(now, self.slack);
         self.stats.sweeps = self.stats.sweeps.saturating_add(1);
-    }
-
-    fn full(&self) -> bool {
-        with_tables!(&self.store, t => {
-            let a = t.active();
-            a.stashed() || a.occupied() as f64 >= LOAD * a.capacity() as f64
-        })
     }
 
     /// The live-tag mask at `now`, or `None` when nothing inserted is live: the tags of the
@@ -625,124 +458,7 @@ impl TaggedCuckooFilter {
         if g - self.swept >= TAGS - live_gens {
             self.sweep(now);
         }
-        // Every L / 4 generations, shrink when the population one window ahead would fill less
-        // than a quarter of the active table. Once the stream is a window old that population is
-        // the entries of the newest three quarters of the window (their tags' counts) plus new
-        // keys at the present rate for the last quarter, so after a fall in the rate the table
-        // shrinks within a window, and the old one is read for a window more: memory follows
-        // the rate within two windows. A younger stream is projected as for growing (still
-        // filling). (The newest half window instead shrank sooner and more often: bursty
-        // inputs held 5–20% more bits at their peaks.)
-        if !g.is_multiple_of((live_gens / 4).max(1)) {
-            return;
-        }
-        let Some(filling) = self.projected(now, g, 0) else {
-            return;
-        };
-        let projected = if g - self.rate.first_gen >= live_gens {
-            let g_len = self.slack.saturating_add(1);
-            let recent = (3 * live_gens).div_ceil(4);
-            let newest = tag_mask(g + 1 - recent, g);
-            let kept = self.live_entries(newest);
-            let rate = self.rate.new_per_tick(now, g, g_len).unwrap_or(0.0);
-            kept as f64 + rate * (g_len * (live_gens - recent)) as f64
-        } else {
-            filling
-        };
-        let target = HEADROOM * projected;
-        let mostly_empty = with_tables!(&self.store, t => {
-            let a = t.active();
-            a.buckets() > MIN_SHRINK_BUCKETS && target < LOAD * a.capacity() as f64 / 4.0
-        });
-        // a smaller table that cannot be had leaves the active one in place
-        if mostly_empty && self.restart(g, target as u64).is_ok() {
-            self.stats.shrunk = self.stats.shrunk.saturating_add(1);
-        }
-    }
-
-    /// The population one window ahead at `now` in generation `gen`, with `coming` keys about
-    /// to be placed: the present population plus the new keys (at the rate of the previous and
-    /// the current generation) of the generations until the window is full, at least one;
-    /// `None` before a tick after the stream's first has completed.
-    fn projected(&self, now: Tick, gen: u64, coming: u64) -> Option<f64> {
-        let g_len = self.slack.saturating_add(1);
-        let rate = self.rate.new_per_tick(now, gen, g_len)?;
-        let age = gen - self.rate.first_gen;
-        let gens = self.live_gens.saturating_sub(age).max(1);
-        let ahead = g_len as f64 * gens as f64;
-        Some(self.population.saturating_add(coming) as f64 + rate * ahead)
-    }
-
-    /// Starts a larger table: sized for the population projected one window ahead from the
-    /// rate of new keys (the present population and `coming` keys about to be placed, plus the
-    /// new keys of the generations until the window is full, at least one), at least 1.5 times
-    /// the present population; twice the present population while the stream's first tick is
-    /// all there is to go by. [`Error::OutOfMemory`] when that table cannot be had (a long
-    /// window's projection can exceed any memory): the filter is left as it was.
-    fn grow(&mut self, now: Tick, gen: u64, coming: u64) -> Result<()> {
-        let present = self.population.saturating_add(coming);
-        let projected = self.projected(now, gen, coming);
-        let items = match projected {
-            // a young stream's first generation doubles: too few keys to project a window from
-            Some(projected) if gen > self.rate.first_gen || self.young.is_none() => {
-                (HEADROOM * projected).max(1.5 * present as f64) as u64
-            }
-            _ => present.max(1).saturating_mul(2),
-        };
-        let single = with_tables!(&self.store, t => t.tables.len() == 1);
-        if self.young.is_some() && single {
-            self.rebuild(now, gen, items)?;
-            // sized from a generation's keys: youth has done its work
-            if gen > self.rate.first_gen {
-                self.young = None;
-            }
-        } else {
-            self.restart(gen, items)?;
-        }
-        self.stats.grown = self.stats.grown.saturating_add(1);
-        Ok(())
-    }
-
-    /// Replaces the active (and only) table with one for `items` keys holding the same keys:
-    /// each key inserted while the stream is young goes into the new table with the tag of the
-    /// entry it matches in the old one, oldest generations first (a key that shares an entry
-    /// with a later one there keeps the later tag). Keys that matched another key's entry are
-    /// among those hashes too, so every key the old table reported is reported.
-    fn rebuild(&mut self, now: Tick, gen: u64, items: u64) -> Result<()> {
-        let (buckets, seed, live) = (buckets_for(items), self.seed, self.live_tags(now));
-        let current = gen % TAGS;
-        let Some(young) = self.young.as_mut() else {
-            return self.restart(gen, items);
-        };
-        young.sort_unstable();
-        young.dedup();
-        with_tables!(&mut self.store, t => {
-            let old = t.active();
-            let mut keys: Vec<(u64, u64, u64)> = young
-                .iter()
-                .filter_map(|&h| {
-                    let tag = old.live_tag(old.spot(h, fp_bits(h)), live)?;
-                    Some(((current + TAGS - tag) % TAGS, tag, h))
-                })
-                .collect();
-            keys.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
-            let mut table = Table::new(buckets, seed)?;
-            for (_, tag, h) in keys {
-                let spot = table.spot(h, fp_bits(h));
-                table.insert(spot, tag, live);
-            }
-            t.replace_active(table);
-        });
-        self.started = gen;
-        Ok(())
-    }
-
-    /// Starts a new active table for `items` keys in generation `gen`.
-    fn restart(&mut self, gen: u64, items: u64) -> Result<()> {
-        let (buckets, seed) = (buckets_for(items), self.seed);
-        with_tables!(&mut self.store, t => t.start(buckets, gen, seed))?;
-        self.started = gen;
-        Ok(())
+        self.shrink_if_mostly_empty(now, g);
     }
 }
 
@@ -797,11 +513,6 @@ fn least_fpr() -> f64 {
 /// buckets' slots at load `α`, each matching with probability `1 / (2^fp_bits − 1)`.
 fn slot_fpr(fp_bits: u32) -> f64 {
     (2 * SLOTS) as f64 * LOAD / ((1u64 << fp_bits) - 1) as f64
-}
-
-/// Buckets for `items` entries at load `α` (at least [`MIN_BUCKETS`]).
-fn buckets_for(items: u64) -> usize {
-    ((items as f64 / (LOAD * SLOTS as f64)).ceil() as usize).max(MIN_BUCKETS)
 }
 
 /// The fingerprint bits of a 64-bit key hash: its low half on top (the bucket is a

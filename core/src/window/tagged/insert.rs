@@ -1,0 +1,175 @@
+//! Insertion: one key or a tick's batch, each placed in the active table (grown first when full),
+//! and the hashes a young stream keeps of the keys it inserts.
+
+use super::{
+    fp_bits, generation_of, order, with_tables, Prior, Store, TaggedCuckooFilter, LOAD, TAGS,
+};
+use crate::error::Result;
+use crate::temporal::Tick;
+
+/// How far ahead of the key being placed a batch insertion requests a key's buckets.
+const PLACE_AHEAD: usize = 8;
+
+impl TaggedCuckooFilter {
+    /// Inserts the key with 64-bit hash `hash` at `now` (not before the latest insertion's
+    /// generation) and says what it found.
+    /// [`Error::OutOfMemory`](crate::error::Error::OutOfMemory) when a larger table is needed and
+    /// cannot be had; the key is then not inserted.
+    pub fn insert_fingerprint(&mut self, hash: u64, now: Tick) -> Result<Prior> {
+        self.observe(now)?;
+        let (tag, live) = self.tags(now);
+        self.place(hash, now, tag, live)
+    }
+
+    /// Inserts a batch of keys at `now` and hands each item to `done` with what its key found.
+    /// The resulting state does not depend on the order of `items`: keys already live are
+    /// re-tagged first, then the others are placed in the order of their hashes (placement, and
+    /// so later false positives, depends on the order of insertion). `items` is left empty. On
+    /// an error ([`Error::OutOfMemory`](crate::error::Error::OutOfMemory) when a larger table
+    /// cannot be had) the items not handed to `done` were not inserted.
+    ///
+    /// ```
+    /// use chronobloom_core::hash::KeyHash;
+    /// use chronobloom_core::window::{Prior, TaggedCuckooFilter};
+    /// let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 0).unwrap();
+    /// let (x, y) = (KeyHash::of(&"x", 0).lo, KeyHash::of(&"y", 0).lo);
+    /// let mut found = Vec::new();
+    /// f.insert_batch(&mut vec![("a", x), ("b", y), ("c", x)], 5, |i, p| found.push((i, p)))
+    ///     .unwrap();
+    /// found.sort();
+    /// assert_eq!(found, [("a", Prior::New), ("b", Prior::New), ("c", Prior::Current)]);
+    /// ```
+    pub fn insert_batch<T>(
+        &mut self,
+        items: &mut Vec<(T, u64)>,
+        now: Tick,
+        done: impl FnMut(T, Prior),
+    ) -> Result<()> {
+        self.insert_batch_with(items, now, |_| false, done)
+    }
+
+    /// [`insert_batch`](Self::insert_batch) for a caller that knows some keys are absent:
+    /// `absent(item)` true promises that [`seen`](Self::seen) at `now` was false for the item's
+    /// key (before this batch), which spares the re-tag pass its look-up.
+    pub fn insert_batch_with<T>(
+        &mut self,
+        items: &mut Vec<(T, u64)>,
+        now: Tick,
+        absent: impl Fn(&T) -> bool,
+        mut done: impl FnMut(T, Prior),
+    ) -> Result<()> {
+        self.observe(now)?;
+        let (tag, live) = self.tags(now);
+        let mut fresh = Vec::with_capacity(items.len());
+        for (item, hash) in items.drain(..) {
+            if absent(&item) {
+                fresh.push((item, hash));
+                continue;
+            }
+            let bits = fp_bits(hash);
+            let found = with_tables!(&mut self.store, t => {
+                let active = t.active_mut();
+                let spot = active.spot(hash, bits);
+                active.refresh(spot, tag, live)
+            });
+            match found {
+                Some(prior) => {
+                    self.remember(hash);
+                    done(item, prior)
+                }
+                None => fresh.push((item, hash)),
+            }
+        }
+        order::sort_by_hash(&mut fresh);
+        // the distinct keys to place (repeats of a key sit side by side and take one slot)
+        let distinct = fresh.chunk_by(|a, b| a.1 == b.1).count() as u64;
+        // room for the whole batch at once (a stream's first batch, a burst): one larger table
+        // instead of a chain of small ones, each of which would answer false positives until
+        // its entries die
+        let room = |f: &Self| {
+            with_tables!(&f.store, t => {
+                let a = t.active();
+                let usable = (LOAD * a.capacity() as f64) as u64;
+                usable - a.occupied().min(usable)
+            })
+        };
+        if distinct > room(self) {
+            // dead entries may take the room
+            self.sweep(now);
+            if distinct > room(self) {
+                self.grow(now, generation_of(now, self.slack), distinct)?;
+            }
+        }
+        let mut previous = None;
+        // The buckets of the key `PLACE_AHEAD` places on are requested while this one is placed
+        // (the check brought them near, not into the first-level cache).
+        let ahead: Vec<u64> = fresh.iter().skip(PLACE_AHEAD).map(|&(_, h)| h).collect();
+        for (j, (item, hash)) in fresh.into_iter().enumerate() {
+            if let Some(&h) = ahead.get(j) {
+                self.prefetch(h);
+            }
+            // a repeat of the key just placed is current, even if the table grew in between
+            let prior = if previous == Some(hash) {
+                Prior::Current
+            } else {
+                self.place(hash, now, tag, live)?
+            };
+            previous = Some(hash);
+            done(item, prior);
+        }
+        Ok(())
+    }
+
+    /// The current tag and the live-tag mask of an insertion at `now` (observed).
+    fn tags(&self, now: Tick) -> (u64, u32) {
+        (generation_of(now, self.slack) % TAGS, self.live_tags(now))
+    }
+
+    /// Inserts `hash` under `tag`, starting a larger table first if the active one is full. (A
+    /// key live only in a drained table is placed anew: its entry there cannot be told from
+    /// another key's with the same fingerprint, so it stays until it dies.)
+    fn place(&mut self, hash: u64, now: Tick, tag: u64, live: u32) -> Result<Prior> {
+        if self.full() {
+            // dead entries may be what fills it
+            self.sweep(now);
+            if self.full() {
+                self.grow(now, generation_of(now, self.slack), 0)?;
+            }
+        }
+        let bits = fp_bits(hash);
+        let prior = with_tables!(&mut self.store, t => {
+            let active = t.active_mut();
+            let spot = active.spot(hash, bits);
+            active.insert(spot, tag, live)
+        });
+        if prior == Prior::New {
+            self.rate.record_new(now);
+            self.population = self.population.saturating_add(1);
+        }
+        self.remember(hash);
+        Ok(prior)
+    }
+
+    /// Keeps the hash of a key inserted while the stream is young; repeats are removed when the
+    /// list exceeds twice the population (and youth ends if that leaves it as long).
+    fn remember(&mut self, hash: u64) {
+        let bound = self.population.saturating_mul(2).saturating_add(64) as usize;
+        if let Some(young) = self.young.as_mut() {
+            young.push(hash);
+            if young.len() > bound {
+                young.sort_unstable();
+                young.dedup();
+                if young.len() > bound {
+                    self.young = None;
+                }
+            }
+        }
+    }
+
+    fn full(&self) -> bool {
+        with_tables!(&self.store, t => {
+            let a = t.active();
+            a.stashed() || a.occupied() as f64 >= LOAD * a.capacity() as f64
+        })
+    }
+}
