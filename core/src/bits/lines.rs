@@ -1,5 +1,5 @@
-//! [`LineWords`]: the words of a [`super::Bits`], with word 0 at the start of a 64-byte cache
-//! line, in safe code.
+//! [`LineWords`]: the words of a [`super::Bits`] (or of any bit array probed in 512-bit blocks),
+//! with word 0 at the start of a 64-byte cache line, in safe code.
 //!
 //! The allocator aligns a `Vec<u64>` to 16 bytes at best (glibc's large, mmapped blocks start 16
 //! bytes into a page), so 8-word blocks of a blocked filter would straddle two cache lines, and a
@@ -16,9 +16,19 @@ const LINE: usize = 8;
 /// most 11% of it).
 const ALIGN_FROM: usize = 8 * LINE;
 
-/// `len` words whose first word starts a cache line.
+/// `len` words whose first word starts a cache line (from 64 words on), so that each 8-word block
+/// of a blocked filter is one line. Dereferences to the words.
+///
+/// ```
+/// use chronobloom_core::bits::LineWords;
+/// let mut w = LineWords::zeroed(1000);
+/// w[999] = 7;
+/// assert_eq!(w.as_ptr().addr() % 64, 0);
+/// assert_eq!((w.len(), w.iter().sum::<u64>()), (1000, 7));
+/// assert_eq!(LineWords::copied(&w), w);
+/// ```
 #[derive(Debug)]
-pub(super) struct LineWords {
+pub struct LineWords {
     buf: Vec<u64>,
     start: usize,
     len: usize,
@@ -33,7 +43,7 @@ impl LineWords {
     /// `len` zero words, aligned from [`ALIGN_FROM`] words on. The buffer comes zeroed from the
     /// allocator (pages are zeroed by the kernel on first touch), so a large, sparse array costs
     /// no writes up front.
-    pub(super) fn zeroed(len: usize) -> Self {
+    pub fn zeroed(len: usize) -> Self {
         if len < ALIGN_FROM {
             return LineWords {
                 buf: vec![0; len],
@@ -47,34 +57,44 @@ impl LineWords {
     }
 
     /// A copy of `words`, aligned.
-    pub(super) fn copied(words: &[u64]) -> Self {
+    pub fn copied(words: &[u64]) -> Self {
         let mut out = Self::zeroed(words.len());
         out.as_mut_slice().copy_from_slice(words);
         out
     }
 
-    /// Number of words.
-    #[inline]
-    pub(super) fn len(&self) -> usize {
-        self.len
-    }
-
     /// Words held, alignment padding included (for the bytes' sake: at most `LINE - 1` more
     /// than [`Self::len`]).
-    pub(super) fn held(&self) -> usize {
+    pub fn held(&self) -> usize {
         self.buf.len()
     }
 
     /// The words.
     #[inline]
-    pub(super) fn as_slice(&self) -> &[u64] {
+    pub fn as_slice(&self) -> &[u64] {
         &self.buf[self.start..self.start + self.len]
     }
 
     /// The words, mutable.
     #[inline]
-    pub(super) fn as_mut_slice(&mut self) -> &mut [u64] {
+    pub fn as_mut_slice(&mut self) -> &mut [u64] {
         &mut self.buf[self.start..self.start + self.len]
+    }
+}
+
+impl std::ops::Deref for LineWords {
+    type Target = [u64];
+
+    #[inline]
+    fn deref(&self) -> &[u64] {
+        self.as_slice()
+    }
+}
+
+impl std::ops::DerefMut for LineWords {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [u64] {
+        self.as_mut_slice()
     }
 }
 

@@ -5,7 +5,7 @@
 
 use crate::changed::ChangedWords;
 use crate::error::{Error, Result};
-use lines::LineWords;
+pub use lines::LineWords;
 use serde::{Deserialize, Serialize, Serializer};
 
 mod lines;

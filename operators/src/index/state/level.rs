@@ -2,6 +2,7 @@
 //! sharded), merged from deltas, set by shipped records, probed by queries.
 
 use super::super::delta::{shard_words, BLOCK_WORDS};
+use chronobloom_core::bits::LineWords;
 use chronobloom_core::bloom::{blocked_probes, probes_in_block, FilterShape, Layout, BLOCK_BITS};
 use chronobloom_core::hash::{BucketMix, FastMod, KeyHash};
 use chronobloom_core::prefetch::prefetch;
@@ -17,7 +18,10 @@ pub(super) struct LevelShard {
     pub(super) modulus: Option<FastMod>,
     /// Index of the first word held.
     pub(super) first: usize,
-    pub(super) words: Vec<u64>,
+    /// The held words, the first at the start of a cache line: a blocked filter's 512-bit block is
+    /// one line (in a plain `Vec` most blocks straddle two, and a probe of the second line missed
+    /// its prefetch).
+    pub(super) words: LineWords,
     pub(super) ones: u64,
     /// Per held block: changed since the last digest refresh.
     pub(super) dirty: Vec<bool>,
@@ -39,7 +43,7 @@ impl LevelShard {
             layout,
             modulus,
             first: range.start,
-            words: vec![0; range.len()],
+            words: LineWords::zeroed(range.len()),
             ones: 0,
             dirty: vec![true; blocks],
         }

@@ -2,6 +2,7 @@
 
 use super::MergedState;
 use crate::checkpoint::CheckpointError;
+use chronobloom_core::bits::LineWords;
 use chronobloom_core::temporal::Allocation;
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +16,7 @@ pub(crate) struct MergedSnapshot {
 /// [`MergedSnapshot`] borrowed from the running state (serializes identically).
 #[derive(Serialize)]
 pub(crate) struct MergedSnapshotRef<'a> {
-    partitions: Vec<(u64, &'a Allocation, Vec<&'a Vec<u64>>)>,
+    partitions: Vec<(u64, &'a Allocation, Vec<&'a [u64]>)>,
 }
 
 impl MergedState {
@@ -29,7 +30,7 @@ impl MergedState {
                     (
                         p,
                         &s.allocation,
-                        s.levels.iter().map(|l| &l.words).collect(),
+                        s.levels.iter().map(|l| l.words.as_slice()).collect(),
                     )
                 })
                 .collect(),
@@ -43,7 +44,7 @@ impl MergedState {
                 .partitions
                 .iter()
                 .map(|(&p, s)| {
-                    let words = s.levels.iter().map(|l| l.words.clone()).collect();
+                    let words = s.levels.iter().map(|l| l.words.to_vec()).collect();
                     (p, s.allocation.clone(), words)
                 })
                 .collect(),
@@ -82,7 +83,7 @@ impl MergedState {
                     ));
                 }
                 level.ones = words.iter().map(|w| u64::from(w.count_ones())).sum();
-                level.words = words;
+                level.words = LineWords::copied(&words);
             }
         }
         self.clear_dirty();

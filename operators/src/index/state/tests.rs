@@ -177,3 +177,24 @@ fn remembered_points_skip_only_levels_already_set() {
         }
     }
 }
+
+/// Every held level of 64 words or more starts at a cache line, in a fresh state, its clone and
+/// a state restored from a snapshot, so that each 512-bit block of a blocked level is one line.
+#[test]
+fn held_levels_start_at_a_cache_line() {
+    let (cfg, _) = small();
+    let allocation = cfg.allocation().clone();
+    for (me, peers) in [(0, 1), (0, 2), (1, 2)] {
+        let mut state = MergedState::shard(&cfg, me, peers);
+        assert!(state.announce(0, &allocation));
+        let mut restored = MergedState::shard(&cfg, me, peers);
+        restored.import(state.export()).unwrap();
+        for s in [&state, &state.clone(), &restored] {
+            let levels = &s.partitions[&0].levels;
+            assert!(levels.iter().any(|l| l.words.len() >= 64));
+            for l in levels.iter().filter(|l| l.words.len() >= 64) {
+                assert_eq!(l.words.as_ptr().addr() % 64, 0, "worker {me} of {peers}");
+            }
+        }
+    }
+}
