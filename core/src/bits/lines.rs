@@ -40,7 +40,7 @@ fn lead(buf: &[u64]) -> usize {
 }
 
 impl LineWords {
-    /// `len` zero words, aligned from [`ALIGN_FROM`] words on. The buffer comes zeroed from the
+    /// `len` zero words, aligned from 64 words on (shorter arrays are not padded). The buffer comes zeroed from the
     /// allocator (pages are zeroed by the kernel on first touch), so a large, sparse array costs
     /// no writes up front.
     pub fn zeroed(len: usize) -> Self {
@@ -63,8 +63,8 @@ impl LineWords {
         out
     }
 
-    /// Words held, alignment padding included (for the bytes' sake: at most `LINE - 1` more
-    /// than [`Self::len`]).
+    /// Words held, alignment padding included (for the bytes' sake: at most 7 more than the
+    /// words' count).
     pub fn held(&self) -> usize {
         self.buf.len()
     }
