@@ -362,7 +362,7 @@ fn build<'scope, D: ExchangeData>(
                     side_out.session(&cap).give(stats);
                 }
                 state.retire(Some(first));
-                let mut passed = state.decide(e, epoch.records);
+                let mut passed = state.decide(e, epoch.stamps, epoch.records);
                 passed_out.session(&epoch.cap).give_container(&mut passed);
             }
             let horizon = state.horizon(r_frontier);

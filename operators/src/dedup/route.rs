@@ -9,9 +9,6 @@ use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::StreamVec;
 use timely::ExchangeData;
 
-/// A record with its tick and its key's fingerprint.
-pub(super) type Fingerprinted<D> = (Tick, u64, D);
-
 /// Records bound for one worker `(destination, source, records)` (their fingerprints are
 /// recomputed where they are decided: 8 bytes a record less on the wire, for one more hash of a
 /// routed key).

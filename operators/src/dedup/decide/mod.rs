@@ -3,7 +3,6 @@
 //! resolved exactly, stats sealed per epoch.
 
 use super::config::{shard_of_fp, DedupConfig, DedupMode};
-use super::route::Fingerprinted;
 use super::shard::{Found, ShardFilter};
 use super::stats::{DedupStats, Slice, SliceStats};
 use super::view::{ViewDelta, WindowView};
@@ -22,11 +21,15 @@ mod repeats;
 /// in flight.
 const SPARE_BUFFERS: usize = 4;
 
-/// An epoch whose records wait for the frontier to pass it.
+/// An epoch whose records wait for the frontier to pass it, as two parallel arrays: the passes
+/// over every record read its 16-byte `(tick, fingerprint)` stamp, not the record.
 pub(super) struct PendingEpoch<D> {
     /// At the least timestamp of the epoch's records (at least the epoch's first tick).
     pub cap: Capability<u64>,
-    pub records: Vec<Fingerprinted<D>>,
+    /// `(tick, fingerprint)` of each record.
+    pub stamps: Vec<(Tick, u64)>,
+    /// The records, in the order of their stamps.
+    pub records: Vec<D>,
 }
 
 /// An epoch with records or received deltas whose stats are not out yet.
@@ -78,9 +81,6 @@ pub(super) struct DecideState<D> {
     repeats: Vec<(Tick, u64)>,
     /// Resolves the same-tick repeats, with its map and buffers kept between epochs.
     same_tick: SameTick,
-    /// `(tick, fingerprint)` of the epoch being decided, in record order: the passes that need
-    /// no more read these 16 bytes a record, not the records themselves.
-    stamps: Vec<(Tick, u64)>,
     /// Scratch for sorting an epoch's records by shard.
     order: Vec<Slot>,
     /// Per item being sorted by shard, its shard (computed once for both passes of the sort).
@@ -92,7 +92,7 @@ pub(super) struct DecideState<D> {
     /// Emptied record buffers of decided epochs, for the next epochs (at most
     /// [`SPARE_BUFFERS`]): an epoch's buffer is megabytes at a steady rate, and allocating
     /// and freeing one an epoch made the resident memory follow how many epochs were pending.
-    spare: Vec<Vec<Fingerprinted<D>>>,
+    spare: Vec<(Vec<(Tick, u64)>, Vec<D>)>,
     /// Keys of received view deltas that could not be inserted (not yet in any epoch's stats).
     unplaced: u64,
     /// Open epochs of a restored checkpoint, reopened when the operator is built.
@@ -129,7 +129,6 @@ impl<D: ExchangeData> DecideState<D> {
             fresh: Vec::new(),
             repeats: Vec::new(),
             same_tick: SameTick::default(),
-            stamps: Vec::new(),
             order: Vec::new(),
             shard_of: Vec::new(),
             bounds: Vec::new(),
@@ -187,9 +186,15 @@ impl<D: ExchangeData> DecideState<D> {
                     let at = first.max(ts);
                     let reserve = self.last_epoch_len;
                     let spare = &mut self.spare;
-                    let slot = self.pending.entry(e).or_insert_with(|| PendingEpoch {
-                        cap: pass_cap(at),
-                        records: spare.pop().unwrap_or_else(|| Vec::with_capacity(reserve)),
+                    let slot = self.pending.entry(e).or_insert_with(|| {
+                        let (stamps, records) = spare.pop().unwrap_or_else(|| {
+                            (Vec::with_capacity(reserve), Vec::with_capacity(reserve))
+                        });
+                        PendingEpoch {
+                            cap: pass_cap(at),
+                            stamps,
+                            records,
+                        }
                     });
                     if *slot.cap.time() > at {
                         slot.cap = pass_cap(at);
@@ -211,7 +216,8 @@ impl<D: ExchangeData> DecideState<D> {
                 }
             }
             if let Some(slot) = self.pending.get_mut(&e) {
-                slot.records.push((t, fp, d));
+                slot.stamps.push((t, fp));
+                slot.records.push(d);
             }
             if let Some(out) = self.outgoing.get_mut(&e) {
                 out.keys.push(fp);
@@ -319,15 +325,22 @@ impl<D: ExchangeData> DecideState<D> {
 
     /// Keeps a decided epoch's emptied buffer for a later epoch, unless enough are kept or it is
     /// more than twice the size the last epoch needed (a burst's).
-    fn keep_spare(&mut self, mut records: Vec<Fingerprinted<D>>) {
+    fn keep_spare(&mut self, mut stamps: Vec<(Tick, u64)>, mut records: Vec<D>) {
+        stamps.clear();
         records.clear();
         if self.spare.len() < SPARE_BUFFERS && records.capacity() <= 2 * self.last_epoch_len {
-            self.spare.push(records);
+            self.spare.push((stamps, records));
         }
     }
 
-    /// Decides epoch `e`'s records (see the module docs) and returns those that pass.
-    pub fn decide(&mut self, e: u64, mut records: Vec<Fingerprinted<D>>) -> Vec<(Tick, D)> {
+    /// Decides epoch `e`'s records (see the module docs), `stamps[i]` the `(tick, fingerprint)`
+    /// of `records[i]`, and returns those that pass.
+    pub fn decide(
+        &mut self,
+        e: u64,
+        stamps: Vec<(Tick, u64)>,
+        mut records: Vec<D>,
+    ) -> Vec<(Tick, D)> {
         self.apply_view(e);
         let mut unplaced = 0;
         // Shard by shard (keys of different shards never share cells), tick by tick within a
@@ -335,9 +348,6 @@ impl<D: ExchangeData> DecideState<D> {
         // 1. every key of a tick is checked against the state before the tick,
         // 2. every key of the tick is inserted; a key inserted earlier in the tick finds all its
         //    cells at the tick already (a repeat candidate).
-        let mut stamps = std::mem::take(&mut self.stamps);
-        stamps.clear();
-        stamps.extend(records.iter().map(|&(t, fp, _)| (t, fp)));
         let mut order = self.by_shard(stamps.iter().copied());
         for w in self.bounds.windows(2) {
             let segment = &mut order[w[0]..w[1]];
@@ -392,7 +402,6 @@ impl<D: ExchangeData> DecideState<D> {
         let same_tick = self
             .same_tick
             .resolve(&records, &stamps, &repeats, &mut fresh, &self.key);
-        self.stamps = stamps;
         let total = records.len() as u64;
         self.last_epoch_len = records.len();
         let fresh_here = &fresh[..records.len()];
@@ -400,10 +409,11 @@ impl<D: ExchangeData> DecideState<D> {
         passed.extend(
             records
                 .drain(..)
+                .zip(&stamps)
                 .zip(fresh_here)
-                .filter_map(|((t, _, d), &f)| f.then_some((t, d))),
+                .filter_map(|((d, &(t, _)), &f)| f.then_some((t, d))),
         );
-        self.keep_spare(records);
+        self.keep_spare(stamps, records);
         self.fresh = fresh;
         self.repeats = repeats;
         if let Some(epoch) = self.epochs.get_mut(&e) {

@@ -8,7 +8,6 @@
 //! a record. Key bytes and encodings are appended to one buffer, so nothing is allocated per
 //! record (except for collisions, which a 64-bit fingerprint makes rare).
 
-use super::super::route::Fingerprinted;
 use super::super::KeyBytes;
 use chronobloom_core::temporal::Tick;
 use serde::Serialize;
@@ -54,7 +53,7 @@ impl SameTick {
     /// `(tick, fingerprint)`, the 16 bytes the pass over every record reads.
     pub fn resolve<D: Serialize>(
         &mut self,
-        records: &[Fingerprinted<D>],
+        records: &[D],
         stamps: &[(Tick, u64)],
         candidates: &[(Tick, u64)],
         fresh: &mut [bool],
@@ -84,7 +83,7 @@ impl SameTick {
             let Some(slot) = candidates.get_mut(&(*t, *fp)) else {
                 continue;
             };
-            let record = &records[i].2;
+            let record = &records[i];
             if *slot == UNMET {
                 *slot = found.len();
                 found.push(Group::new(i));
@@ -94,7 +93,7 @@ impl SameTick {
             let mine = key(record);
             let theirs = group
                 .key
-                .get_or_insert_with(|| append(bytes, key(&records[group.best].2).as_slice()))
+                .get_or_insert_with(|| append(bytes, key(&records[group.best]).as_slice()))
                 .clone();
             let group = if bytes[theirs] == *mine.as_slice() {
                 group
@@ -141,15 +140,15 @@ impl Group {
     fn challenge<D: Serialize>(
         &mut self,
         i: usize,
-        records: &[Fingerprinted<D>],
+        records: &[D],
         fresh: &mut [bool],
         bytes: &mut Vec<u8>,
     ) {
         let best = self
             .enc
-            .get_or_insert_with(|| encode(bytes, &records[self.best].2))
+            .get_or_insert_with(|| encode(bytes, &records[self.best]))
             .clone();
-        let mine = encode(bytes, &records[i].2);
+        let mine = encode(bytes, &records[i]);
         if bytes[mine.clone()] < bytes[best] {
             fresh[self.best] = false;
             self.best = i;
@@ -220,7 +219,7 @@ mod tests {
     /// The resolution as it was first written (a map by tick and key bytes, a fresh encoding per
     /// comparison): the decisions to keep.
     fn model(
-        records: &[Fingerprinted<Rec>],
+        records: &[(Tick, u64, Rec)],
         candidates: &[(Tick, u64)],
         fresh: &mut [bool],
         key: &KeyBytes<Rec>,
@@ -269,7 +268,7 @@ mod tests {
             // every 50th case a burst, which the next one's reset drops
             let n = if case % 50 == 7 { 6_000 } else { next(200) };
             let fp = fingerprints[case % fingerprints.len()];
-            let records: Vec<Fingerprinted<Rec>> = (0..n)
+            let records: Vec<(Tick, u64, Rec)> = (0..n)
                 .map(|_| {
                     let (t, k) = (next(4), next(12));
                     // payloads whose little-endian bytes sort unlike their values
@@ -286,8 +285,9 @@ mod tests {
             let (mut want, mut got) = (before.clone(), before);
             let dropped = model(&records, &candidates, &mut want, &key);
             let stamps: Vec<_> = records.iter().map(|&(t, fp, _)| (t, fp)).collect();
+            let data: Vec<Rec> = records.iter().map(|&(_, _, d)| d).collect();
             assert_eq!(
-                state.resolve(&records, &stamps, &candidates, &mut got, &key),
+                state.resolve(&data, &stamps, &candidates, &mut got, &key),
                 dropped,
                 "case {case}"
             );
@@ -297,7 +297,7 @@ mod tests {
 
     #[test]
     fn nothing_to_resolve_without_candidates() {
-        let records = vec![(1, 1, (1, 1)), (1, 1, (1, 2))];
+        let records = vec![(1, 1), (1, 2)];
         let mut fresh = vec![true; 2];
         assert_eq!(
             SameTick::default().resolve(&records, &[(1, 1), (1, 1)], &[], &mut fresh, &key_bytes()),

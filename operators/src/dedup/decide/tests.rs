@@ -28,8 +28,9 @@ fn state(exact_edge: bool) -> DecideState<Rec> {
 
 /// Decides `records` (all of epoch 0) with fingerprints from `fp`, sorted for comparison.
 fn decide(exact_edge: bool, records: &[(Tick, Rec)], fp: fn(u64) -> u64) -> Vec<(Tick, Rec)> {
-    let records = records.iter().map(|&(t, d)| (t, fp(d.0), d)).collect();
-    let mut passed = state(exact_edge).decide(0, records);
+    let stamps = records.iter().map(|&(t, d)| (t, fp(d.0))).collect();
+    let data = records.iter().map(|&(_, d)| d).collect();
+    let mut passed = state(exact_edge).decide(0, stamps, data);
     passed.sort_unstable();
     passed
 }
