@@ -21,13 +21,16 @@ mod repeats;
 /// in flight.
 const SPARE_BUFFERS: usize = 4;
 
+/// A record's `(tick, fingerprint)`.
+type Stamp = (Tick, u64);
+
 /// An epoch whose records wait for the frontier to pass it, as two parallel arrays: the passes
 /// over every record read its 16-byte `(tick, fingerprint)` stamp, not the record.
 pub(super) struct PendingEpoch<D> {
     /// At the least timestamp of the epoch's records (at least the epoch's first tick).
     pub cap: Capability<u64>,
     /// `(tick, fingerprint)` of each record.
-    pub stamps: Vec<(Tick, u64)>,
+    pub stamps: Vec<Stamp>,
     /// The records, in the order of their stamps.
     pub records: Vec<D>,
 }
@@ -92,7 +95,7 @@ pub(super) struct DecideState<D> {
     /// Emptied record buffers of decided epochs, for the next epochs (at most
     /// [`SPARE_BUFFERS`]): an epoch's buffer is megabytes at a steady rate, and allocating
     /// and freeing one an epoch made the resident memory follow how many epochs were pending.
-    spare: Vec<(Vec<(Tick, u64)>, Vec<D>)>,
+    spare: Vec<(Vec<Stamp>, Vec<D>)>,
     /// Keys of received view deltas that could not be inserted (not yet in any epoch's stats).
     unplaced: u64,
     /// Open epochs of a restored checkpoint, reopened when the operator is built.
@@ -325,7 +328,7 @@ impl<D: ExchangeData> DecideState<D> {
 
     /// Keeps a decided epoch's emptied buffer for a later epoch, unless enough are kept or it is
     /// more than twice the size the last epoch needed (a burst's).
-    fn keep_spare(&mut self, mut stamps: Vec<(Tick, u64)>, mut records: Vec<D>) {
+    fn keep_spare(&mut self, mut stamps: Vec<Stamp>, mut records: Vec<D>) {
         stamps.clear();
         records.clear();
         if self.spare.len() < SPARE_BUFFERS && records.capacity() <= 2 * self.last_epoch_len {
@@ -335,12 +338,7 @@ impl<D: ExchangeData> DecideState<D> {
 
     /// Decides epoch `e`'s records (see the module docs), `stamps[i]` the `(tick, fingerprint)`
     /// of `records[i]`, and returns those that pass.
-    pub fn decide(
-        &mut self,
-        e: u64,
-        stamps: Vec<(Tick, u64)>,
-        mut records: Vec<D>,
-    ) -> Vec<(Tick, D)> {
+    pub fn decide(&mut self, e: u64, stamps: Vec<Stamp>, mut records: Vec<D>) -> Vec<(Tick, D)> {
         self.apply_view(e);
         let mut unplaced = 0;
         // Shard by shard (keys of different shards never share cells), tick by tick within a
