@@ -5,7 +5,7 @@
 
 use crate::changed::ChangedWords;
 use crate::error::{Error, Result};
-pub use lines::LineWords;
+pub use lines::{LineBuf, LineWords};
 use serde::{Deserialize, Serialize, Serializer};
 
 mod lines;

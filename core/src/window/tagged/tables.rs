@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// Tables of one slot width: the last receives insertions, the others are read until their
 /// entries die.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(super) struct Tables<S> {
+pub(super) struct Tables<S: Slot> {
     pub(super) tables: Vec<Table<S>>,
     /// Per table but the last, the generation it stopped receiving insertions.
     pub(super) stopped: Vec<u64>,
