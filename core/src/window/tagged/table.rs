@@ -208,9 +208,11 @@ impl<S: Slot> Table<S> {
         !self.stash.is_empty()
     }
 
-    /// Memory of the slots and the stash, in bits.
+    /// Memory of the slots and the stash, in bits (not the less than 64 bytes that align a
+    /// large table's slots to a cache line: the same count whichever way the table was made,
+    /// fresh or read back).
     pub fn memory_bits(&self) -> u64 {
-        (self.slots.held() + self.stash.len()) as u64 * u64::from(8 * size_of::<S>() as u32)
+        (self.slots.len() + self.stash.len()) as u64 * u64::from(8 * size_of::<S>() as u32)
     }
 
     /// The spot of a key: the bucket from `lo` (multiply-shift), the fingerprint from `fp_bits`
