@@ -65,7 +65,7 @@ impl<T: Copy + Default> LineBuf<T> {
     /// For integers the buffer comes zeroed from the allocator (pages are zeroed by the kernel
     /// on first touch), so a large, sparse array costs no writes up front.
     pub fn zeroed(len: usize) -> Self {
-        let buf = vec![T::default(); len + padding::<T>(len)];
+        let buf = vec![T::default(); len.saturating_add(padding::<T>(len))];
         Self::within(buf, len)
     }
 
