@@ -81,6 +81,9 @@ struct Dirty {
     lines: Vec<u8>,
     /// The words as of the last drain (or of `track_dirty`).
     drained: Vec<u64>,
+    /// Whether a line may have been flagged since the last drain (set by every write and by
+    /// handing out a writer), so that a drain with nothing written does not scan the flags.
+    written: bool,
 }
 
 impl Dirty {
@@ -90,6 +93,7 @@ impl Dirty {
         if self.enabled {
             if let Some(l) = self.lines.get_mut(word / 8) {
                 *l = 1;
+                self.written = true;
             }
         }
     }
@@ -255,6 +259,7 @@ impl Bits {
     pub(crate) fn writer(&mut self) -> Writer<'_> {
         let words = self.words.as_mut_slice();
         if self.dirty.enabled {
+            self.dirty.written = true;
             Writer::Tracked(BitWriter {
                 words,
                 lines: &mut self.dirty.lines,
@@ -368,6 +373,7 @@ impl Bits {
                 enabled: true,
                 lines: vec![0; self.words.len().div_ceil(64) * 8],
                 drained: self.words().to_vec(),
+                written: false,
             };
         }
     }
@@ -376,6 +382,9 @@ impl Bits {
     /// Empty when tracking is off.
     pub fn drain_changed(&mut self) -> ChangedWords {
         let mut out = ChangedWords::default();
+        if !std::mem::take(&mut self.dirty.written) {
+            return out;
+        }
         let Dirty { lines, drained, .. } = &mut self.dirty;
         let (now_lines, now_tail) = self.words.as_slice().as_chunks::<8>();
         let (then_lines, then_tail) = drained.as_chunks_mut::<8>();

@@ -231,12 +231,10 @@ impl Pbf2 {
         seed: u64,
         layout: Layout,
     ) -> Result<Self> {
-        let levels = Self::levels_for(horizon)?;
         if start.checked_add(horizon).is_none() {
             return Err(Error::invalid("start", "start + horizon overflows u64"));
         }
-        allocation.expect_len(levels as usize)?;
-        let levels = allocation
+        let levels = Self::planned_allocation(horizon, allocation, layout)?
             .shapes()
             .iter()
             .map(|&s| level_filter(s, seed, layout))
@@ -247,6 +245,40 @@ impl Pbf2 {
             horizon: Some(horizon),
             levels,
         })
+    }
+
+    /// What [`Self::with_layout`] builds for `allocation` over `horizon` in `layout`, checked
+    /// without allocating a bit: the allocation the filter would report ([`Self::allocation`]:
+    /// a level of no bits has no hashes either), or the error building it gives (short of the
+    /// allocator's refusal).
+    ///
+    /// ```
+    /// use chronobloom_core::bloom::Layout;
+    /// use chronobloom_core::temporal::{Allocation, Pbf2};
+    /// let alloc = Allocation::uniform(11, 200_000, 4).unwrap().for_layout(Layout::Blocked);
+    /// let built = Pbf2::with_layout(0, 1_000, &alloc, 3, Layout::Blocked).unwrap();
+    /// assert_eq!(Pbf2::planned_allocation(1_000, &alloc, Layout::Blocked).unwrap(), built.allocation());
+    /// assert!(Pbf2::planned_allocation(10, &alloc, Layout::Blocked).is_err()); // 5 levels, not 11
+    /// ```
+    pub fn planned_allocation(
+        horizon: Tick,
+        allocation: &Allocation,
+        layout: Layout,
+    ) -> Result<Allocation> {
+        allocation.expect_len(Self::levels_for(horizon)? as usize)?;
+        let shapes = allocation
+            .shapes()
+            .iter()
+            .map(|&s| {
+                if s.bits == 0 {
+                    return Ok(FilterShape { bits: 0, hashes: 0 });
+                }
+                let shape = FilterShape::new(s.bits, s.hashes)?;
+                layout.modulus(shape.bits)?;
+                Ok(shape)
+            })
+            .collect::<Result<_>>()?;
+        Ok(Allocation::from_live(shapes))
     }
 
     /// A static PBF-2 with `total_bits` spread evenly over its levels, `hashes` each (the paper's

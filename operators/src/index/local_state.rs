@@ -491,27 +491,38 @@ impl LocalState {
         let failed = self.insert_buffered(e, buffer);
         count_failed(&mut stats, failed);
         let p = self.config.partition_of_epoch(e);
-        // A logged epoch's records travel as hashes; its partition must exist to be announced.
-        let log = match log {
-            Some(l) if self.filter(p).is_none() => {
-                count_failed(&mut stats, l.len() as u64);
-                None
-            }
-            Some(mut l) => {
-                l.dedup_points(self.config.resolution());
-                Some(l)
-            }
-            None => None,
+        // A logged epoch's records travel as hashes and the local filter never holds them (it is
+        // built when records first go into it); its partition must be one a filter can be built
+        // for, and is announced with the allocation that filter would have.
+        let (log, planned) = match log {
+            Some(mut l) => match self.planned(p) {
+                Some(a) => {
+                    l.dedup_points(self.config.resolution());
+                    (Some(l), Some(a))
+                }
+                None => {
+                    count_failed(&mut stats, l.len() as u64);
+                    (None, None)
+                }
+            },
+            None => (None, None),
         };
         let sharded = self.config.placement() == Placement::Sharded;
         let mut per_dest: Vec<Vec<LevelDelta>> = vec![Vec::new(); self.peers];
         let mut announce = None;
         let peers = self.peers;
+        let allocation = match self.filters.get(&p) {
+            Some(pbf) => Some(pbf.allocation()),
+            None => planned,
+        };
+        if let Some(a) = allocation
+            .as_ref()
+            .filter(|_| self.shipped.is_none_or(|s| s < p))
+        {
+            self.shipped = Some(p);
+            announce = Some((p, a.clone()));
+        }
         if let Some(pbf) = self.filters.get_mut(&p) {
-            if self.shipped.is_none_or(|s| s < p) {
-                self.shipped = Some(p);
-                announce = Some((p, pbf.allocation()));
-            }
             for level in 0..pbf.levels() {
                 let Some(f) = pbf.level_mut(level) else {
                     continue;
@@ -551,7 +562,7 @@ impl LocalState {
         });
         // Records go to the workers holding a level of the partition: every worker when
         // replicated, the levels' owners when sharded.
-        let levels = self.filters.get(&p).map_or(0, Pbf2::levels);
+        let levels = allocation.as_ref().map_or(0, |a| a.shapes().len() as u32);
         let holds = |dest: usize| {
             !sharded || (0..levels).any(|l| self.config.level_owner(l, peers) == dest)
         };
@@ -587,6 +598,16 @@ impl LocalState {
             })
             .collect();
         (cap, shipments)
+    }
+
+    /// The allocation partition `p`'s filter has or would have ([`Pbf2::planned_allocation`]),
+    /// without building it; `None` when the allocation is unknown or cannot build one.
+    fn planned(&mut self, p: u64) -> Option<Allocation> {
+        if let Some(pbf) = self.filters.get(&p) {
+            return Some(pbf.allocation());
+        }
+        let (points, layout) = (self.config.points(), self.config.layout());
+        Pbf2::planned_allocation(points, self.resolve(p)?, layout).ok()
     }
 
     /// The filter of partition `p`, created with its resolved allocation and dirty tracking on
