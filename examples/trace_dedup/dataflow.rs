@@ -3,7 +3,7 @@
 //! watermark); what worker 0 needs for the report (stats, digests, answers, each worker's tally,
 //! and with `--verify`/`--out` the passed records) is exchanged to it.
 
-use crate::bundle::{self, Bundle};
+use crate::bundle::{self, Bundle, Near};
 use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
 use crate::inflight::InFlight;
 use crate::source::{Mine, Plan, Rec};
@@ -91,6 +91,8 @@ trait JobRecord: ExchangeData + Clone {
     /// Serialized bytes of a record besides its key's (its position, when it carries one).
     const WIRE_EXTRA: u64;
     fn of(r: &Rec) -> Self;
+    /// The record of a key at position `seq` (ignored when the record carries none).
+    fn from_parts(seq: u64, key: FlowKey) -> Self;
     fn key(&self) -> FlowKey;
     fn seq(&self) -> u64;
 }
@@ -99,6 +101,9 @@ impl JobRecord for FlowKey {
     const WIRE_EXTRA: u64 = 0;
     fn of(r: &Rec) -> Self {
         r.key
+    }
+    fn from_parts(_: u64, key: FlowKey) -> Self {
+        key
     }
     fn key(&self) -> FlowKey {
         *self
@@ -112,6 +117,9 @@ impl JobRecord for (u64, FlowKey) {
     const WIRE_EXTRA: u64 = 8;
     fn of(r: &Rec) -> Self {
         (r.seq, r.key)
+    }
+    fn from_parts(seq: u64, key: FlowKey) -> Self {
+        (seq, key)
     }
     fn key(&self) -> FlowKey {
         self.1
@@ -137,32 +145,32 @@ fn flush<T: Clone + 'static>(
     }
 }
 
-/// Sends `records` to worker `dest` as one bundle at once (leaving `records` empty, with room for
-/// a batch); returns the bundle's serialized bytes besides its records'.
-fn send_bundle<D: Clone + 'static>(
-    input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Bundle<Routed<D>>>>>,
-    dest: usize,
-    records: &mut Vec<Routed<D>>,
+/// Sends `bundle` (leaving it empty, with room for a batch of the forms it held); returns its
+/// serialized bytes besides its records'.
+fn send_bundle<D: JobRecord>(
+    input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Sent<D>>>>,
+    bundle: &mut Sent<D>,
 ) -> u64 {
-    input.send(Bundle {
-        dest: dest as u32,
-        records: std::mem::replace(records, Vec::with_capacity(BATCH)),
-    });
+    let room = |held: usize| if held > 0 { BATCH } else { 0 };
+    let next = Bundle::with_capacity(
+        bundle.dest,
+        room(bundle.records.len()),
+        room(bundle.near.len()),
+    );
+    input.send(std::mem::replace(bundle, next));
     input.flush();
     bundle::OVERHEAD_BYTES
 }
 
-/// Sends every non-empty bundle of `bundles` (`bundles[w]` for worker `w`); returns their
-/// serialized bytes besides their records'.
-fn send_bundles<D: Clone + 'static>(
-    bundles: &mut [Vec<Routed<D>>],
-    input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Bundle<Routed<D>>>>>,
+/// Sends every non-empty bundle of `bundles`; returns their serialized bytes besides their
+/// records'.
+fn send_bundles<D: JobRecord>(
+    bundles: &mut [Sent<D>],
+    input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Sent<D>>>>,
 ) -> u64 {
     let mut bytes = 0;
-    for (w, records) in bundles.iter_mut().enumerate() {
-        if !records.is_empty() {
-            bytes += send_bundle(input, w, records);
-        }
+    for b in bundles.iter_mut().filter(|b| !b.is_empty()) {
+        bytes += send_bundle(input, b);
     }
     bytes
 }
@@ -173,6 +181,19 @@ type Routed<D> = (u32, D);
 
 /// Serialized bytes of a routed record's offset.
 const ROUTE_BYTES: u64 = 4;
+
+/// A routed record for a worker of the reader's own process: its offset and the record hashed
+/// already ([`Bundle`]).
+type NearRecord = (u32, Local);
+
+/// The records a reader routes to one worker.
+type Sent<D> = Bundle<Routed<D>, NearRecord>;
+
+impl<D: JobRecord> Near<Routed<D>> for NearRecord {
+    fn as_read(&self) -> Routed<D> {
+        (self.0, D::from_parts(self.1.seq, *self.1.key.key()))
+    }
+}
 
 /// A record inside a worker: its position (when the passed records are collected, else 0) and
 /// its key, hashed once for routing, dedup and index. As a [`Key`] it is its flow key, so the
@@ -205,6 +226,10 @@ pub fn run(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> 
 
 fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> {
     let restored = Arc::new(Mutex::new(restore_all(&job, &timely_args)?));
+    // workers `p · threads ..` are process `p`'s
+    let threads = crate::cli::check_timely(&timely_args)
+        .map_err(|e| e.to_string())?
+        .threads;
     let job = Arc::new(job);
     let guards = crate::cluster::execute(timely_args, move |worker| {
         crate::peers::started();
@@ -239,12 +264,14 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 // their tick as an offset from their timestamp (the epoch's first tick), and are
                 // hashed where they land.
                 let (r_in, kept) = scope.new_input::<Vec<(Tick, Local)>>();
-                let (x_in, sent) = scope.new_input::<Vec<Bundle<Routed<D>>>>();
+                let (x_in, sent) = scope.new_input::<Vec<Sent<D>>>();
                 let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
                 let (t_in, tallies) = scope.new_input::<Vec<WorkerTally>>();
-                let records = kept.concat(
-                    sent.exchange(|b: &Bundle<Routed<D>>| u64::from(b.dest))
-                        .unary(Pipeline, "Landed", move |_, _| {
+                let records =
+                    kept.concat(sent.exchange(|b: &Sent<D>| u64::from(b.dest)).unary(
+                        Pipeline,
+                        "Landed",
+                        move |_, _| {
                             move |input, output| {
                                 input.for_each_stamp(|cap, data| {
                                     let Some(&start) = cap.least() else { return };
@@ -257,11 +284,14 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                                                 (start + u64::from(offset), Local { seq, key })
                                             },
                                         ));
+                                        session.give_iterator(bundle.near.into_iter().map(
+                                            |(offset, local)| (start + u64::from(offset), local),
+                                        ));
                                     }
                                 });
                             }
-                        }),
-                );
+                        },
+                    ));
                 let key = |d: &Local| d.key;
                 let keyed = records.clone();
                 let queries = resolve(queries, &job.queries);
@@ -361,7 +391,9 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         let mut mark = SourceMark::default();
         let pace = Pace::new(job.rate, peers);
         let mut kept = Vec::with_capacity(BATCH);
-        let mut sent: Vec<Vec<Routed<D>>> = (0..peers).map(|_| Vec::new()).collect();
+        let mut sent: Vec<Sent<D>> = (0..peers)
+            .map(|w| Bundle::with_capacity(w as u32, 0, 0))
+            .collect();
         let mut ahead = InFlight::new(job.in_flight, job.in_flight_records);
         for rec in reader.by_ref() {
             if error.is_some() {
@@ -449,21 +481,20 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 mark.add(rec.seq, rec.tick, hashed.hash().lo);
             }
             ahead.record();
-            if routed {
+            let seq = D::of(&rec).seq();
+            if let Some(bundle) = sent.get_mut(owner).filter(|_| routed) {
                 // the epoch is at most 2^32 ticks long (main.rs)
-                let records = &mut sent[owner];
-                records.push(((rec.tick - e * epoch) as u32, D::of(&rec)));
-                if records.len() == BATCH {
-                    tally.routed_bytes += send_bundle(&mut x_in, owner, records);
+                let offset = (rec.tick - e * epoch) as u32;
+                if owner / threads == me / threads {
+                    bundle.near.push((offset, Local { seq, key: hashed }));
+                } else {
+                    bundle.records.push((offset, D::from_parts(seq, rec.key)));
+                }
+                if bundle.len() == BATCH {
+                    tally.routed_bytes += send_bundle(&mut x_in, bundle);
                 }
             } else {
-                kept.push((
-                    rec.tick,
-                    Local {
-                        seq: D::of(&rec).seq(),
-                        key: hashed,
-                    },
-                ));
+                kept.push((rec.tick, Local { seq, key: hashed }));
                 if kept.len() == BATCH {
                     flush(&mut kept, &mut r_in);
                 }
