@@ -3,6 +3,7 @@
 //! watermark); what worker 0 needs for the report (stats, digests, answers, each worker's tally,
 //! and with `--verify`/`--out` the passed records) is exchanged to it.
 
+use crate::advance::Advance;
 use crate::bundle::{self, Bundle, Near};
 use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
 use crate::inflight::InFlight;
@@ -131,6 +132,14 @@ impl JobRecord for (u64, FlowKey) {
 
 /// Records a reader hands an input at a time: fuller messages than one `send` per record makes.
 const BATCH: usize = 1024;
+
+/// Records a reader sends before it moves its inputs on to a later epoch ([`Advance`]): a dense
+/// input moves every epoch, a sparse one every few dozen or hundred.
+const ADVANCE_RECORDS: u64 = 4 * BATCH as u64;
+
+/// Wall-clock time after which a reader moves its inputs on to a later epoch however few records
+/// it sent ([`Advance`]): a paced or live input's epochs close as they end.
+const ADVANCE_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 const _: () = assert!(BATCH <= bundle::MAX_RECORDS);
 
 /// Sends `batch` (when not empty) into `input` at its current time, leaving it empty.
@@ -381,7 +390,8 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         };
         let mut reader = job.plan.reader(me, peers, Some(mine));
         let mut tally = WorkerTally::default();
-        let (mut open, mut last_tick) = (resume_at / epoch, 0);
+        let mut last_tick = 0;
+        let mut advance = Advance::new(resume_at / epoch, epoch, ADVANCE_RECORDS, ADVANCE_WAIT);
         r_in.advance_to(resume_at);
         x_in.advance_to(resume_at);
         q_in.advance_to(resume_at);
@@ -431,9 +441,9 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                     continue;
                 }
             }
-            let e = rec.tick / epoch;
-            if e > open {
-                open = e;
+            // a checkpoint boundary needs the inputs at it
+            let due = |t: Tick| next_ckpt.is_some_and(|b| t >= b);
+            if let Some(e) = advance.check(rec.tick, due) {
                 let t = e * epoch;
                 flush(&mut kept, &mut r_in);
                 tally.routed_bytes += send_bundles(&mut sent, &mut x_in);
@@ -481,10 +491,10 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 mark.add(rec.seq, rec.tick, hashed.hash().lo);
             }
             ahead.record();
+            advance.record();
             let seq = D::of(&rec).seq();
             if let Some(bundle) = sent.get_mut(owner).filter(|_| routed) {
-                // the epoch is at most 2^32 ticks long (main.rs)
-                let offset = (rec.tick - e * epoch) as u32;
+                let offset = advance.offset(rec.tick);
                 if owner / threads == me / threads {
                     bundle.near.push((offset, Local { seq, key: hashed }));
                 } else {

@@ -10,6 +10,7 @@
 //! With no input flag it runs on an embedded default: a deterministic synthetic hour of traffic
 //! (see `source::synthetic`). `-w`, `-n`, `-p`, `-h` pass through to timely.
 
+mod advance;
 mod bundle;
 mod checkpoint;
 mod cli;

@@ -1,0 +1,112 @@
+//! When a reader moves its inputs' time on to a record's epoch. Every move is a round of progress
+//! tracking through every operator of every worker, however few records the epochs held: a
+//! sparse capture (`data/real.pcap`: 17 records a second for an hour, 3,600 one-second epochs)
+//! spent most of its run on them. So a reader sends a later epoch's records at the time it has
+//! (a lower bound of their ticks, as the operators expect) and moves only once it has sent
+//! enough records since the last move, once enough wall-clock time has passed (a paced or live
+//! input is decided as promptly as before), or when something needs the time (a checkpoint
+//! boundary, a record too far past the time for its offset). Decisions do not change: the
+//! operators take each record by its own tick.
+
+use std::time::{Duration, Instant};
+
+/// The largest offset of a routed record's tick from its input's time (it travels as a `u32`).
+const MAX_OFFSET: u64 = u32::MAX as u64;
+
+/// A reader's inputs' time, in epochs, and what moves it.
+pub struct Advance {
+    epoch_len: u64,
+    /// The epoch of the inputs' time.
+    open: u64,
+    /// The epoch of the last record looked at past `open` (the clock is read on a new one).
+    seen: u64,
+    /// Records sent since the last move.
+    since: u64,
+    last_move: Instant,
+    min_records: u64,
+    max_wait: Duration,
+}
+
+impl Advance {
+    /// Inputs at epoch `open` of `epoch_len` ticks that move after `min_records` records or
+    /// `max_wait` of wall-clock time, whichever comes first.
+    pub fn new(open: u64, epoch_len: u64, min_records: u64, max_wait: Duration) -> Self {
+        Advance {
+            epoch_len,
+            open,
+            seen: open,
+            since: 0,
+            last_move: Instant::now(),
+            min_records,
+            max_wait,
+        }
+    }
+
+    /// The epoch a record at `tick` moves the inputs to, if it does; `needed(t)` says whether
+    /// something else needs the inputs at tick `t` (the start of the record's epoch).
+    pub fn check(&mut self, tick: u64, needed: impl FnOnce(u64) -> bool) -> Option<u64> {
+        let e = tick / self.epoch_len;
+        if e <= self.open {
+            return None;
+        }
+        let new_epoch = std::mem::replace(&mut self.seen, e) != e;
+        let moves = self.since >= self.min_records
+            || tick - self.open * self.epoch_len > MAX_OFFSET
+            || needed(e * self.epoch_len)
+            || (new_epoch && self.last_move.elapsed() >= self.max_wait);
+        if !moves {
+            return None;
+        }
+        self.open = e;
+        self.since = 0;
+        self.last_move = Instant::now();
+        Some(e)
+    }
+
+    /// One more record sent at the inputs' time.
+    pub fn record(&mut self) {
+        self.since += 1;
+    }
+
+    /// A tick's offset from the inputs' time (a tick at or past it, by [`Self::check`]).
+    pub fn offset(&self, tick: u64) -> u32 {
+        u32::try_from(tick.saturating_sub(self.open * self.epoch_len)).unwrap_or(u32::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    /// Records of later epochs stay at the inputs' time until enough were sent.
+    #[test]
+    fn moves_after_enough_records() {
+        let mut a = Advance::new(0, 1000, 3, HOUR);
+        let mut moves = Vec::new();
+        for tick in (0..10).map(|i| i * 700) {
+            moves.extend(a.check(tick, |_| false));
+            a.record();
+            assert!(u64::from(a.offset(tick)) < 3 * 1000 + 700);
+        }
+        // 1400 finds 2 records sent: stays at epoch 0; 2100 (3 sent) moves to epoch 2; 2800 is
+        // in it, 3500 finds 2 sent since, 4200 moves to 4; ...
+        assert_eq!(moves, [2, 4, 6]);
+    }
+
+    #[test]
+    fn moves_when_needed_late_enough_or_too_far() {
+        let mut a = Advance::new(0, 1000, u64::MAX, HOUR);
+        assert_eq!(a.check(500, |_| true), None); // its own epoch: nothing to move
+        assert_eq!(a.check(1500, |t| t == 2000), None);
+        assert_eq!(a.check(2500, |t| t == 2000), Some(2));
+        assert_eq!(a.check(2000 + MAX_OFFSET, |_| false), None);
+        assert_eq!(
+            a.check(2001 + MAX_OFFSET, |_| false),
+            Some((2001 + MAX_OFFSET) / 1000)
+        );
+        let mut prompt = Advance::new(0, 1000, u64::MAX, Duration::ZERO);
+        assert_eq!(prompt.check(1000, |_| false), Some(1));
+    }
+}
