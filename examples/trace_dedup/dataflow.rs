@@ -4,11 +4,12 @@
 //! and with `--verify`/`--out` the passed records) is exchanged to it.
 
 use crate::advance::Advance;
-use crate::bundle::{self, Bundle, Near};
+use crate::bundle::Bundle;
 use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
 use crate::inflight::InFlight;
-use crate::source::{Mine, Plan, Rec};
-use chronobloom::core::hash::{CanonicalBytes, Key, KeyHash, Prehashed};
+use crate::source::{Mine, Plan};
+use crate::travel::{flush, send_bundle, send_bundles, JobRecord, Local, Sent, BATCH, ROUTE_BYTES};
+use chronobloom::core::hash::{KeyHash, Prehashed};
 use chronobloom::core::temporal::{Tick, TimeRange};
 use chronobloom::operators::checkpoint::CheckpointError;
 use chronobloom::operators::dedup::stats::DedupStats;
@@ -25,13 +26,11 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::Map;
 use timely::dataflow::operators::{Concat, Exchange, Input, Inspect, Probe};
-use timely::dataflow::{InputHandle, ProbeHandle};
-use timely::ExchangeData;
+use timely::dataflow::ProbeHandle;
 
 /// What the job needs besides the input plan.
 pub struct Job {
@@ -86,53 +85,6 @@ pub struct Gathered {
     pub error: Option<String>,
 }
 
-/// A record as it travels: the key, and its position in the input when the passed records are
-/// collected.
-trait JobRecord: ExchangeData + Clone {
-    /// Serialized bytes of a record besides its key's (its position, when it carries one).
-    const WIRE_EXTRA: u64;
-    fn of(r: &Rec) -> Self;
-    /// The record of a key at position `seq` (ignored when the record carries none).
-    fn from_parts(seq: u64, key: FlowKey) -> Self;
-    fn key(&self) -> FlowKey;
-    fn seq(&self) -> u64;
-}
-
-impl JobRecord for FlowKey {
-    const WIRE_EXTRA: u64 = 0;
-    fn of(r: &Rec) -> Self {
-        r.key
-    }
-    fn from_parts(_: u64, key: FlowKey) -> Self {
-        key
-    }
-    fn key(&self) -> FlowKey {
-        *self
-    }
-    fn seq(&self) -> u64 {
-        0
-    }
-}
-
-impl JobRecord for (u64, FlowKey) {
-    const WIRE_EXTRA: u64 = 8;
-    fn of(r: &Rec) -> Self {
-        (r.seq, r.key)
-    }
-    fn from_parts(seq: u64, key: FlowKey) -> Self {
-        (seq, key)
-    }
-    fn key(&self) -> FlowKey {
-        self.1
-    }
-    fn seq(&self) -> u64 {
-        self.0
-    }
-}
-
-/// Records a reader hands an input at a time: fuller messages than one `send` per record makes.
-const BATCH: usize = 1024;
-
 /// Records a reader sends before it moves its inputs on to a later epoch ([`Advance`]): a dense
 /// input moves every epoch, a sparse one every few dozen or hundred.
 const ADVANCE_RECORDS: u64 = 4 * BATCH as u64;
@@ -140,90 +92,6 @@ const ADVANCE_RECORDS: u64 = 4 * BATCH as u64;
 /// Wall-clock time after which a reader moves its inputs on to a later epoch however few records
 /// it sent ([`Advance`]): a paced or live input's epochs close as they end.
 const ADVANCE_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
-const _: () = assert!(BATCH <= bundle::MAX_RECORDS);
-
-/// Sends `batch` (when not empty) into `input` at its current time, leaving it empty.
-fn flush<T: Clone + 'static>(
-    batch: &mut Vec<T>,
-    input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<T>>>,
-) {
-    if !batch.is_empty() {
-        input.send_batch(batch);
-        batch.clear();
-        batch.reserve(BATCH);
-    }
-}
-
-/// Sends `bundle` (leaving it empty, with room for a batch of the forms it held); returns its
-/// serialized bytes besides its records'.
-fn send_bundle<D: JobRecord>(
-    input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Sent<D>>>>,
-    bundle: &mut Sent<D>,
-) -> u64 {
-    let room = |held: usize| if held > 0 { BATCH } else { 0 };
-    let next = Bundle::with_capacity(
-        bundle.dest,
-        room(bundle.records.len()),
-        room(bundle.near.len()),
-    );
-    input.send(std::mem::replace(bundle, next));
-    input.flush();
-    bundle::OVERHEAD_BYTES
-}
-
-/// Sends every non-empty bundle of `bundles`; returns their serialized bytes besides their
-/// records'.
-fn send_bundles<D: JobRecord>(
-    bundles: &mut [Sent<D>],
-    input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Sent<D>>>>,
-) -> u64 {
-    let mut bytes = 0;
-    for b in bundles.iter_mut().filter(|b| !b.is_empty()) {
-        bytes += send_bundle(input, b);
-    }
-    bytes
-}
-
-/// A record routed to another worker: its tick's offset from its epoch's first tick (its
-/// timestamp), and the record.
-type Routed<D> = (u32, D);
-
-/// Serialized bytes of a routed record's offset.
-const ROUTE_BYTES: u64 = 4;
-
-/// A routed record for a worker of the reader's own process: its offset and the record hashed
-/// already ([`Bundle`]).
-type NearRecord = (u32, Local);
-
-/// The records a reader routes to one worker.
-type Sent<D> = Bundle<Routed<D>, NearRecord>;
-
-impl<D: JobRecord> Near<Routed<D>> for NearRecord {
-    fn as_read(&self) -> Routed<D> {
-        (self.0, D::from_parts(self.1.seq, *self.1.key.key()))
-    }
-}
-
-/// A record inside a worker: its position (when the passed records are collected, else 0) and
-/// its key, hashed once for routing, dedup and index. As a [`Key`] it is its flow key, so the
-/// index takes the records themselves (no stream of keys copied out of them).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-struct Local {
-    seq: u64,
-    key: Prehashed<FlowKey>,
-}
-
-impl Key for Local {
-    fn write_canonical(&self, out: &mut CanonicalBytes) {
-        self.key.write_canonical(out);
-    }
-
-    #[inline]
-    fn key_hash(&self, seed: u64) -> KeyHash {
-        self.key.key_hash(seed)
-    }
-}
-
 /// Runs the job on this process's workers; `timely_args` are `-w`/`-n`/`-p`/`-h`.
 pub fn run(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> {
     if job.collect_passed {

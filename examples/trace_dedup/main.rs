@@ -23,6 +23,7 @@ mod peers;
 mod plot;
 mod source;
 mod totals;
+mod travel;
 mod verify;
 
 use checkpoint::Checkpoints;

@@ -1,0 +1,143 @@
+//! Records as a reader sends them: into its own worker's input hashed ([`Local`]), and to other
+//! workers in bundles, as read ([`Routed`]) or, within the process, hashed ([`NearRecord`]).
+
+use crate::bundle::{self, Bundle, Near};
+use crate::source::Rec;
+use chronobloom::core::hash::{CanonicalBytes, Key, KeyHash, Prehashed};
+use chronobloom::operators::timely;
+use chronobloom::trace::FlowKey;
+use serde::{Deserialize, Serialize};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::InputHandle;
+use timely::ExchangeData;
+
+/// A record as it travels: the key, and its position in the input when the passed records are
+/// collected.
+pub trait JobRecord: ExchangeData + Clone {
+    /// Serialized bytes of a record besides its key's (its position, when it carries one).
+    const WIRE_EXTRA: u64;
+    fn of(r: &Rec) -> Self;
+    /// The record of a key at position `seq` (ignored when the record carries none).
+    fn from_parts(seq: u64, key: FlowKey) -> Self;
+    fn key(&self) -> FlowKey;
+    fn seq(&self) -> u64;
+}
+
+impl JobRecord for FlowKey {
+    const WIRE_EXTRA: u64 = 0;
+    fn of(r: &Rec) -> Self {
+        r.key
+    }
+    fn from_parts(_: u64, key: FlowKey) -> Self {
+        key
+    }
+    fn key(&self) -> FlowKey {
+        *self
+    }
+    fn seq(&self) -> u64 {
+        0
+    }
+}
+
+impl JobRecord for (u64, FlowKey) {
+    const WIRE_EXTRA: u64 = 8;
+    fn of(r: &Rec) -> Self {
+        (r.seq, r.key)
+    }
+    fn from_parts(seq: u64, key: FlowKey) -> Self {
+        (seq, key)
+    }
+    fn key(&self) -> FlowKey {
+        self.1
+    }
+    fn seq(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Records a reader hands an input at a time: fuller messages than one `send` per record makes.
+pub const BATCH: usize = 1024;
+
+const _: () = assert!(BATCH <= bundle::MAX_RECORDS);
+
+/// Sends `batch` (when not empty) into `input` at its current time, leaving it empty.
+pub fn flush<T: Clone + 'static>(
+    batch: &mut Vec<T>,
+    input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<T>>>,
+) {
+    if !batch.is_empty() {
+        input.send_batch(batch);
+        batch.clear();
+        batch.reserve(BATCH);
+    }
+}
+
+/// Sends `bundle` (leaving it empty, with room for a batch of the forms it held); returns its
+/// serialized bytes besides its records'.
+pub fn send_bundle<D: JobRecord>(
+    input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Sent<D>>>>,
+    bundle: &mut Sent<D>,
+) -> u64 {
+    let room = |held: usize| if held > 0 { BATCH } else { 0 };
+    let next = Bundle::with_capacity(
+        bundle.dest,
+        room(bundle.records.len()),
+        room(bundle.near.len()),
+    );
+    input.send(std::mem::replace(bundle, next));
+    input.flush();
+    bundle::OVERHEAD_BYTES
+}
+
+/// Sends every non-empty bundle of `bundles`; returns their serialized bytes besides their
+/// records'.
+pub fn send_bundles<D: JobRecord>(
+    bundles: &mut [Sent<D>],
+    input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Sent<D>>>>,
+) -> u64 {
+    let mut bytes = 0;
+    for b in bundles.iter_mut().filter(|b| !b.is_empty()) {
+        bytes += send_bundle(input, b);
+    }
+    bytes
+}
+
+/// A record routed to another worker: its tick's offset from its timestamp (the reader's input
+/// time, the first tick of its epoch or of an earlier one), and the record.
+pub type Routed<D> = (u32, D);
+
+/// Serialized bytes of a routed record's offset.
+pub const ROUTE_BYTES: u64 = 4;
+
+/// A routed record for a worker of the reader's own process: its offset and the record hashed
+/// already ([`Bundle`]).
+pub type NearRecord = (u32, Local);
+
+/// The records a reader routes to one worker.
+pub type Sent<D> = Bundle<Routed<D>, NearRecord>;
+
+impl<D: JobRecord> Near<Routed<D>> for NearRecord {
+    fn as_read(&self) -> Routed<D> {
+        (self.0, D::from_parts(self.1.seq, *self.1.key.key()))
+    }
+}
+
+/// A record inside a worker: its position (when the passed records are collected, else 0) and
+/// its key, hashed once for routing, dedup and index. As a [`Key`] it is its flow key, so the
+/// index takes the records themselves (no stream of keys copied out of them).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Local {
+    pub seq: u64,
+    pub key: Prehashed<FlowKey>,
+}
+
+impl Key for Local {
+    fn write_canonical(&self, out: &mut CanonicalBytes) {
+        self.key.write_canonical(out);
+    }
+
+    #[inline]
+    fn key_hash(&self, seed: u64) -> KeyHash {
+        self.key.key_hash(seed)
+    }
+}
