@@ -1,7 +1,7 @@
 //! Records as a reader sends them: into its own worker's input hashed ([`Local`]), and to other
 //! workers in bundles, as read ([`Routed`]) or, within the process, hashed ([`NearRecord`]).
 
-use crate::bundle::{self, Bundle, Near};
+use crate::bundle::{self, Bundle, Near, Wire};
 use crate::source::Rec;
 use chronobloom::core::hash::{CanonicalBytes, Key, KeyHash, Prehashed};
 use chronobloom::operators::timely;
@@ -13,7 +13,7 @@ use timely::ExchangeData;
 
 /// A record as it travels: the key, and its position in the input when the passed records are
 /// collected.
-pub trait JobRecord: ExchangeData + Clone {
+pub trait JobRecord: ExchangeData + Clone + Wire {
     /// Serialized bytes of a record besides its key's (its position, when it carries one).
     const WIRE_EXTRA: u64;
     fn of(r: &Rec) -> Self;
@@ -57,8 +57,6 @@ impl JobRecord for (u64, FlowKey) {
 
 /// Records a reader hands an input at a time: fuller messages than one `send` per record makes.
 pub const BATCH: usize = 1024;
-
-const _: () = assert!(BATCH <= bundle::MAX_RECORDS);
 
 /// Sends `batch` (when not empty) into `input` at its current time, leaving it empty.
 pub fn flush<T: Clone + 'static>(
@@ -139,5 +137,14 @@ impl Key for Local {
     #[inline]
     fn key_hash(&self, seed: u64) -> KeyHash {
         self.key.key_hash(seed)
+    }
+}
+
+impl Wire for FlowKey {
+    fn put(&self, out: &mut Vec<u8>) {
+        self.write_wire(out);
+    }
+    fn take(input: &mut &[u8]) -> Option<Self> {
+        FlowKey::read_wire(input)
     }
 }
