@@ -18,6 +18,8 @@ pub struct Advance {
     epoch_len: u64,
     /// The epoch of the inputs' time.
     open: u64,
+    /// The first tick after it.
+    open_end: u64,
     /// The epoch of the last record looked at past `open` (the clock is read on a new one).
     seen: u64,
     /// Records sent since the last move.
@@ -34,6 +36,7 @@ impl Advance {
         Advance {
             epoch_len,
             open,
+            open_end: (open + 1).saturating_mul(epoch_len),
             seen: open,
             since: 0,
             last_move: Instant::now(),
@@ -44,7 +47,12 @@ impl Advance {
 
     /// The epoch a record at `tick` moves the inputs to, if it does; `needed(t)` says whether
     /// something else needs the inputs at tick `t` (the start of the record's epoch).
+    #[inline]
     pub fn check(&mut self, tick: u64, needed: impl FnOnce(u64) -> bool) -> Option<u64> {
+        // most records are in the inputs' epoch: no division for them
+        if tick < self.open_end {
+            return None;
+        }
         let e = tick / self.epoch_len;
         if e <= self.open {
             return None;
@@ -58,6 +66,7 @@ impl Advance {
             return None;
         }
         self.open = e;
+        self.open_end = (e + 1).saturating_mul(self.epoch_len);
         self.since = 0;
         self.last_move = Instant::now();
         Some(e)

@@ -491,10 +491,17 @@ mod tests {
         }
         let five = FlowKey::FiveTuple(v4, w4, 1234, 443, 6);
         assert_eq!(bincode::serialized_size(&five).ok(), Some(14));
-        // the stack-buffer hash is the hash of the canonical bytes
+        // the canonical bytes are the underlying tuple's, and the stack-buffer hash is theirs
         for k in keys {
             let mut bytes = CanonicalBytes::new();
             k.write_canonical(&mut bytes);
+            let mut tuple = CanonicalBytes::new();
+            match k {
+                FlowKey::Src(a) => a.write_canonical(&mut tuple),
+                FlowKey::Pair(a, b) => (a, b).write_canonical(&mut tuple),
+                FlowKey::FiveTuple(a, b, c, d, e) => (a, b, c, d, e).write_canonical(&mut tuple),
+            }
+            assert_eq!(bytes.as_slice(), tuple.as_slice());
             assert_eq!(k.canonical_len(), bytes.as_slice().len() as u64);
             for seed in [0, 7, u64::MAX] {
                 assert_eq!(k.key_hash(seed), KeyHash::of_bytes(bytes.as_slice(), seed));
