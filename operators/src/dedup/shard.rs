@@ -174,14 +174,23 @@ impl ShardFilter {
     {
         match self {
             ShardFilter::Compact(f) => {
-                let mut batch: Vec<(T, u64)> = items.collect();
-                f.insert_batch_with(&mut batch, now, absent, |item, prior| {
+                let mut items = items;
+                let mut done = |item, prior| {
                     let found = match prior {
                         Prior::Current => Found::Recent,
                         Prior::New | Prior::Older => Found::Other,
                     };
                     done(item, found);
-                })?;
+                };
+                // a sparse stream's ticks hold one key a shard: no buffer for those
+                if items.size_hint().1 == Some(1) {
+                    if let Some((item, hash)) = items.next() {
+                        f.insert_one_with(item, hash, now, absent, &mut done)?;
+                    }
+                } else {
+                    let mut batch: Vec<(T, u64)> = items.collect();
+                    f.insert_batch_with(&mut batch, now, absent, &mut done)?;
+                }
             }
             ShardFilter::ExactEdge(f) => f.insert_each(items, now, |item, before| {
                 let found = if before == Some(now) {

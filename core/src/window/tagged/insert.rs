@@ -58,48 +58,24 @@ impl TaggedCuckooFilter {
         absent: impl Fn(&T) -> bool,
         mut done: impl FnMut(T, Prior),
     ) -> Result<()> {
+        if items.len() == 1 {
+            if let Some((item, hash)) = items.pop() {
+                return self.insert_one_with(item, hash, now, absent, done);
+            }
+        }
         self.observe(now)?;
         let (tag, live) = self.tags(now);
         let mut fresh = Vec::with_capacity(items.len());
         for (item, hash) in items.drain(..) {
-            if absent(&item) {
-                fresh.push((item, hash));
-                continue;
-            }
-            let bits = fp_bits(hash);
-            let found = with_tables!(&mut self.store, t => {
-                let active = t.active_mut();
-                let spot = active.spot(hash, bits);
-                active.refresh(spot, tag, live)
-            });
-            match found {
-                Some(prior) => {
-                    self.remember(hash);
-                    done(item, prior)
-                }
+            match self.refresh_live(&item, hash, tag, live, &absent) {
+                Some(prior) => done(item, prior),
                 None => fresh.push((item, hash)),
             }
         }
         order::sort_by_hash(&mut fresh);
         // the distinct keys to place (repeats of a key sit side by side and take one slot)
         let distinct = fresh.chunk_by(|a, b| a.1 == b.1).count() as u64;
-        // room for the whole batch at once (a stream's first batch, a burst): one larger table
-        // instead of a chain of small ones, each of which would answer false positives until
-        // its entries die
-        let room = |f: &Self| {
-            with_tables!(&f.store, t => {
-                let a = t.active();
-                let usable = (LOAD * a.capacity() as f64) as u64;
-                usable - a.occupied().min(usable)
-            })
-        };
-        if distinct > room(self) {
-            // dead entries may take the room
-            self.sweep(now);
-            if distinct > room(self) {
-                self.grow(now, generation_of(now, self.slack), distinct)?;
-            }
-        }
+        self.make_room(now, distinct)?;
         let mut previous = None;
         // The buckets of the key `PLACE_AHEAD` places on are requested while this one is placed
         // (the check brought them near, not into the first-level cache).
@@ -116,6 +92,89 @@ impl TaggedCuckooFilter {
             };
             previous = Some(hash);
             done(item, prior);
+        }
+        Ok(())
+    }
+
+    /// [`insert_batch_with`](Self::insert_batch_with) of one item, without the batch's buffers
+    /// (a sparse stream's ticks hold one key a shard): the same state and answer.
+    ///
+    /// ```
+    /// use chronobloom_core::hash::KeyHash;
+    /// use chronobloom_core::window::{Prior, TaggedCuckooFilter};
+    /// let (mut one, mut batch) = (
+    ///     TaggedCuckooFilter::new(60, 3, 0.01, 0).unwrap(),
+    ///     TaggedCuckooFilter::new(60, 3, 0.01, 0).unwrap(),
+    /// );
+    /// let x = KeyHash::of(&"x", 0).lo;
+    /// let (mut a, mut b) = (Vec::new(), Vec::new());
+    /// for now in [5, 6, 40] {
+    ///     one.insert_one_with("x", x, now, |_| false, |i, p| a.push((i, p))).unwrap();
+    ///     batch.insert_batch_with(&mut vec![("x", x)], now, |_| false, |i, p| b.push((i, p))).unwrap();
+    /// }
+    /// assert_eq!(a, [("x", Prior::New), ("x", Prior::Current), ("x", Prior::Older)]);
+    /// assert_eq!(a, b);
+    /// ```
+    pub fn insert_one_with<T>(
+        &mut self,
+        item: T,
+        hash: u64,
+        now: Tick,
+        absent: impl Fn(&T) -> bool,
+        mut done: impl FnMut(T, Prior),
+    ) -> Result<()> {
+        self.observe(now)?;
+        let (tag, live) = self.tags(now);
+        if let Some(prior) = self.refresh_live(&item, hash, tag, live, &absent) {
+            done(item, prior);
+            return Ok(());
+        }
+        self.make_room(now, 1)?;
+        let prior = self.place(hash, now, tag, live)?;
+        done(item, prior);
+        Ok(())
+    }
+
+    /// The re-tag pass for one item: what its key found when it has a live entry in the active
+    /// table (re-tagged to `tag`), `None` when it must be placed (`absent(item)` promises it has
+    /// none, sparing the look-up).
+    fn refresh_live<T>(
+        &mut self,
+        item: &T,
+        hash: u64,
+        tag: u64,
+        live: u32,
+        absent: impl Fn(&T) -> bool,
+    ) -> Option<Prior> {
+        if absent(item) {
+            return None;
+        }
+        let bits = fp_bits(hash);
+        let prior = with_tables!(&mut self.store, t => {
+            let active = t.active_mut();
+            let spot = active.spot(hash, bits);
+            active.refresh(spot, tag, live)
+        })?;
+        self.remember(hash);
+        Some(prior)
+    }
+
+    /// Room in the active table for `distinct` keys at once (a stream's first batch, a burst):
+    /// one larger table instead of a chain of small ones, each of which would answer false
+    /// positives until its entries die. Dead entries are swept first, as they may take the room.
+    fn make_room(&mut self, now: Tick, distinct: u64) -> Result<()> {
+        let room = |f: &Self| {
+            with_tables!(&f.store, t => {
+                let a = t.active();
+                let usable = (LOAD * a.capacity() as f64) as u64;
+                usable - a.occupied().min(usable)
+            })
+        };
+        if distinct > room(self) {
+            self.sweep(now);
+            if distinct > room(self) {
+                self.grow(now, generation_of(now, self.slack), distinct)?;
+            }
         }
         Ok(())
     }
