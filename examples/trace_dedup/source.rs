@@ -250,7 +250,7 @@ enum Flows {
     Pcap(PcapTrace),
     Csv(CsvTrace),
     /// Flows with their place in the whole synthetic trace.
-    Synth(Box<dyn Iterator<Item = (u64, FlowRecord)>>),
+    Synth(Box<SynthFlows>),
 }
 
 impl Flows {
@@ -366,7 +366,7 @@ pub fn synthetic(
     span_ms: u64,
     steady: bool,
     keep: Option<Keep>,
-) -> chronobloom::Result<impl Iterator<Item = (u64, FlowRecord)>> {
+) -> chronobloom::Result<SynthFlows> {
     let cfg = SynthConfig {
         records,
         span: span_ms,
@@ -385,7 +385,22 @@ pub fn synthetic(
         Some(keep) => Synth::keeping(cfg, move |c| keep(&client_flow(c, 0)))?,
         None => Synth::new(cfg)?,
     };
-    Ok(synth.map(|ev| (ev.seq, client_flow(ev.client, ev.tick))))
+    Ok(SynthFlows(synth))
+}
+
+/// The synthetic trace's flows with their places: a named iterator, so that reading it is a
+/// direct call rather than one through a trait object.
+pub struct SynthFlows(Synth);
+
+impl Iterator for SynthFlows {
+    type Item = (u64, FlowRecord);
+
+    #[inline]
+    fn next(&mut self) -> Option<(u64, FlowRecord)> {
+        self.0
+            .next()
+            .map(|ev| (ev.seq, client_flow(ev.client, ev.tick)))
+    }
 }
 
 /// Client `c`'s flow at millisecond `tick` of the synthetic trace.
