@@ -325,14 +325,7 @@ impl LocalState {
                 self.buffered += room;
                 epoch.waiting += room;
             }
-            epoch.stats.records += room;
-            if room < n {
-                *epoch
-                    .stats
-                    .rejected
-                    .entry(RejectReason::BufferFull)
-                    .or_default() += n - room;
-            }
+            count_held(&mut epoch.stats, room, n);
             return;
         }
         if epoch.log.is_some() {
@@ -376,14 +369,7 @@ impl LocalState {
                 .buffer
                 .push(hashes.iter().copied().zip(locals).take(room as usize));
             self.buffered += room;
-            epoch.stats.records += room;
-            if room < n {
-                *epoch
-                    .stats
-                    .rejected
-                    .entry(RejectReason::BufferFull)
-                    .or_default() += n - room;
-            }
+            count_held(&mut epoch.stats, room, n);
             return;
         }
         let locals: Vec<Tick> = locals.collect();
@@ -425,5 +411,14 @@ impl LocalState {
             self.filters.insert(p, pbf);
         }
         self.filters.get_mut(&p)
+    }
+}
+
+/// Counts the first `room` of a run's `n` records as taken and the rest as refused for a full
+/// buffer.
+fn count_held(stats: &mut LocalStats, room: u64, n: u64) {
+    stats.records += room;
+    if room < n {
+        *stats.rejected.entry(RejectReason::BufferFull).or_default() += n - room;
     }
 }
