@@ -92,6 +92,7 @@ const ADVANCE_RECORDS: u64 = 4 * BATCH as u64;
 /// Wall-clock time after which a reader moves its inputs on to a later epoch however few records
 /// it sent ([`Advance`]): a paced or live input's epochs close as they end.
 const ADVANCE_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Runs the job on this process's workers; `timely_args` are `-w`/`-n`/`-p`/`-h`.
 pub fn run(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> {
     if job.collect_passed {
@@ -136,10 +137,10 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             .collect();
         let (mut r_in, mut x_in, mut q_in, mut t_in, handles) =
             worker.dataflow::<u64, _, _>(|scope| {
-                // Records kept by their reader arrive hashed; records for other workers travel as
-                // read (the key, not its hash) in bundles for the worker owning their keys, with
-                // their tick as an offset from their timestamp (the epoch's first tick), and are
-                // hashed where they land.
+                // Records kept by their reader arrive hashed; records for other workers travel in
+                // bundles for the worker owning their keys, with their tick as an offset from
+                // their timestamp (the reader's input time): hashed already within the process,
+                // as read (the key, not its hash) between processes, hashed where they land.
                 let (r_in, kept) = scope.new_input::<Vec<(Tick, Local)>>();
                 let (x_in, sent) = scope.new_input::<Vec<Sent<D>>>();
                 let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
