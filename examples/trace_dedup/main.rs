@@ -19,8 +19,10 @@ mod dataflow;
 mod error;
 mod exact;
 mod inflight;
+mod output;
 mod peers;
 mod plot;
+mod queries;
 mod source;
 mod totals;
 mod travel;
@@ -35,7 +37,6 @@ use clap::Parser;
 use error::JobError;
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufWriter, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -215,7 +216,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
         return report_exact(args, &plan, window, started);
     }
     let queries = match &args.queries {
-        Some(p) => read_queries(p)?,
+        Some(p) => queries::read_queries(p)?,
         None => Vec::new(),
     };
     let levels = Pbf2::levels_for(index.points())?;
@@ -301,7 +302,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
     let not_indexed = not_indexed(&totals.not_indexed);
 
     if let (Some(path), Some(all), Some(p)) = (&args.out, &all, &passed) {
-        write_out(path, all, p).map_err(|e| JobError::Output {
+        output::write_out(path, all, p).map_err(|e| JobError::Output {
             flag: "out",
             path: path.clone(),
             reason: e.to_string(),
@@ -366,7 +367,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
     if args.json {
         println!("{report}");
     } else {
-        summary(&report, args.digest);
+        output::summary(&report, args.digest);
     }
     Ok(())
 }
@@ -497,148 +498,4 @@ fn g_answers(
             }))
         })
         .collect()
-}
-
-/// `key,start,end` lines (ticks, inclusive); blank lines are skipped.
-fn read_queries(path: &std::path::Path) -> Result<Vec<(FlowKey, TimeRange)>, JobError> {
-    let unreadable = |source| JobError::QueriesFile {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = std::fs::File::open(path).map_err(unreadable)?;
-    let mut out = Vec::new();
-    for (i, line) in std::io::BufReader::new(file).split(b'\n').enumerate() {
-        let at = |reason: String| JobError::QueryLine {
-            path: path.to_path_buf(),
-            line: i + 1,
-            reason,
-        };
-        let bytes = line.map_err(unreadable)?;
-        let line = std::str::from_utf8(&bytes).map_err(|e| {
-            let column = e.valid_up_to();
-            at(format!(
-                "not UTF-8 text: byte {:#04x} at column {}",
-                bytes[column],
-                column + 1
-            ))
-        })?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let mut parts = line.rsplitn(3, ',');
-        let (Some(e), Some(s), Some(k)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(at(format!(
-                "expected `key,start,end`, found `{}`",
-                line.trim()
-            )));
-        };
-        let key: FlowKey = k
-            .trim()
-            .parse()
-            .map_err(|e: chronobloom::trace::TraceError| at(e.to_string()))?;
-        let tick = |v: &str| {
-            v.trim()
-                .parse::<u64>()
-                .map_err(|_| at(format!("`{}` is not a tick (a whole number)", v.trim())))
-        };
-        let range = TimeRange::new(tick(s)?, tick(e)?).map_err(|e| at(e.to_string()))?;
-        out.push((key, range));
-    }
-    Ok(out)
-}
-
-/// The passed records as `timestamp,src,dst,sport,dport,proto` (decimal seconds).
-fn write_out(
-    path: &std::path::Path,
-    records: &[source::Rec],
-    passed: &[bool],
-) -> std::io::Result<()> {
-    let mut w = BufWriter::new(std::fs::File::create(path)?);
-    writeln!(w, "timestamp,src,dst,sport,dport,proto")?;
-    for r in records.iter().filter(|r| passed[r.seq as usize]) {
-        let f = &r.flow;
-        let (s, ns) = (f.ts_nanos / 1_000_000_000, f.ts_nanos % 1_000_000_000);
-        writeln!(
-            w,
-            "{s}.{ns:09},{},{},{},{},{}",
-            f.src, f.dst, f.sport, f.dport, f.proto
-        )?;
-    }
-    w.flush()
-}
-
-fn summary(r: &serde_json::Value, show_digest: bool) {
-    println!(
-        "chronobloom trace_dedup — {}",
-        r["input"].as_str().unwrap_or("")
-    );
-    println!(
-        "  records {}  passed {}  dropped as duplicates {}  late {}  bad {}",
-        r["records"], r["unique_out"], r["duplicates_dropped"], r["late_records"], r["bad_records"]
-    );
-    if r["records_not_indexed"].as_u64().unwrap_or(0) > 0 {
-        println!(
-            "  not indexed {} ({}): past the index's --index-partitions hours, or held back",
-            r["records_not_indexed"], r["not_indexed_by_reason"]
-        );
-    }
-    println!(
-        "  window {} ({} ticks, slack {}{}), target fpr {}, mode {}, {} workers",
-        r["window"].as_str().unwrap_or(""),
-        r["window_ticks"],
-        r["slack_ticks"],
-        if r["exact_edge"].as_bool().unwrap_or(false) {
-            ", exact edge"
-        } else {
-            ""
-        },
-        r["fpr"],
-        r["mode"].as_str().unwrap_or(""),
-        r["workers"]
-    );
-    if !r["missed_duplicates"].is_null() {
-        println!(
-            "  verify: missed duplicates {}, false drops {} (rate {:.5} of {} unique)",
-            r["missed_duplicates"],
-            r["false_drops"],
-            r["false_drop_rate"].as_f64().unwrap_or(0.0),
-            r["exact_unique"]
-        );
-        println!(
-            "  verify: {} records in the slack ({} dropped); peak {} keys in a window, {:.1} dedup bits per key",
-            r["slack_records"],
-            r["slack_drops"],
-            r["peak_window_keys"],
-            r["dedup_bits_per_window_key"].as_f64().unwrap_or(0.0)
-        );
-    }
-    println!(
-        "  {:.0} records/s ({:.3} s whole run), {:.1} bytes exchanged per record, dedup {} bits, index {} bits",
-        r["records_per_sec_total"].as_f64().unwrap_or(0.0),
-        r["seconds_total"].as_f64().unwrap_or(0.0),
-        r["bytes_exchanged_per_record"].as_f64().unwrap_or(0.0),
-        r["dedup_bits"],
-        r["index_bits"]
-    );
-    if show_digest {
-        println!("  digest {}", r["digest"].as_str().unwrap_or("-"));
-    }
-    for a in r["answers"].as_array().into_iter().flatten() {
-        println!(
-            "  query {} [{}, {}]: {}{}",
-            a["key"].as_str().unwrap_or(""),
-            a["start"],
-            a["end"],
-            if a["present"].as_bool() == Some(true) {
-                "present"
-            } else {
-                "absent"
-            },
-            match a["exact"].as_bool() {
-                Some(true) => " (exact: present)",
-                Some(false) => " (exact: absent)",
-                None => "",
-            }
-        );
-    }
 }
