@@ -1,3 +1,4 @@
+use super::shape::MAX_SWEEP;
 use super::*;
 use crate::window::WindowFilter;
 use proptest::prelude::*;
