@@ -212,6 +212,23 @@ impl<T> Agenda<T> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use proptest::test_runner::TestCaseError;
+
+    /// Pops from the agenda and the reference heap, which must agree (an item is its own key);
+    /// the popped key becomes `floor`.
+    fn pop_both(
+        a: &mut Agenda<u128>,
+        reference: &mut BinaryHeap<Reverse<u128>>,
+        floor: &mut u128,
+    ) -> Result<(), TestCaseError> {
+        let got = a.pop();
+        prop_assert_eq!(got.map(|(k, _)| k), reference.pop().map(|r| r.0));
+        if let Some((k, item)) = got {
+            prop_assert_eq!(k, item);
+            *floor = k;
+        }
+        Ok(())
+    }
 
     proptest! {
         /// Against a binary heap: pops in key order and the same minimum, through pushes at or
@@ -235,15 +252,7 @@ mod tests {
                         reference.push(Reverse(key));
                     }
                     1 => prop_assert_eq!(a.min_key(), reference.peek().map(|r| r.0)),
-                    _ => {
-                        let got = a.pop();
-                        let want = reference.pop().map(|r| r.0);
-                        prop_assert_eq!(got.map(|(k, _)| k), want);
-                        if let Some((k, item)) = got {
-                            prop_assert_eq!(k, item);
-                            floor = k;
-                        }
-                    }
+                    _ => pop_both(&mut a, &mut reference, &mut floor)?,
                 }
                 prop_assert_eq!(a.len(), reference.len());
             }
@@ -270,14 +279,7 @@ mod tests {
                         reference.push(Reverse(key));
                     }
                     2 => prop_assert_eq!(a.min_key(), reference.peek().map(|r| r.0)),
-                    _ => {
-                        let got = a.pop();
-                        prop_assert_eq!(got.map(|(k, _)| k), reference.pop().map(|r| r.0));
-                        if let Some((k, item)) = got {
-                            prop_assert_eq!(k, item);
-                            floor = k;
-                        }
-                    }
+                    _ => pop_both(&mut a, &mut reference, &mut floor)?,
                 }
                 prop_assert_eq!(a.len(), reference.len());
             }
