@@ -1,8 +1,9 @@
 //! Records a reader routes to one worker, exchanged as one item: the exchange moves bundles, not
 //! records (no copy between threads; one message a bundle between processes), and a record
 //! carries no worker index of its own. Between processes a bundle is one byte string, its
-//! records written and read by [`Wire`] rather than by `serde` field by field (which took 75 ns
-//! a record on the two sides of a two-process run).
+//! records written and read by [`Wire`] rather than by `serde` field by field (which took about
+//! 80 ns a record over the two sides of a two-process run on the generated capture: 325 perf
+//! samples at 2 kHz for 1.98 M routed records).
 
 use serde::de::Visitor;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
