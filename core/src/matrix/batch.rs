@@ -112,18 +112,18 @@ impl MatrixBloom {
         out.reserve(keys.len());
         let g = &self.geometry;
         let hash = KeyHash::of(b, g.col_seed);
-        let mut cols = [0u64; SIDES];
-        let n = fill(&mut cols, g.col_indices_of_hash(hash));
-        let cols = &cols[..n];
-        if self.col_mask_pays(keys.len()) {
-            let mask = self.col_mask(cols);
-            out.extend(keys.iter().map(|a| {
-                let h = KeyHash::of(a, g.row_seed);
-                mask_has_all(&mask, g.rows.positions(h, g.row_hashes))
-            }));
-        } else {
-            self.test_keys(cols, keys, out);
-        }
+        by_col_count!(g.col_hashes, |count| {
+            let cols = count.cols(g, hash);
+            if self.col_mask_pays(keys.len()) {
+                let mask = self.col_mask(cols.as_ref());
+                out.extend(keys.iter().map(|a| {
+                    let h = KeyHash::of(a, g.row_seed);
+                    mask_has_all(&mask, g.rows.positions(h, g.row_hashes))
+                }));
+            } else {
+                self.test_keys(&cols, keys, count, out);
+            }
+        })
     }
 
     /// The cross product: entry `i · values.len() + j` answers `(keys[i], values[j])`. Each key

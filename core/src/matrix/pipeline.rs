@@ -13,7 +13,6 @@
 
 use super::filter::MatrixBloom;
 use super::probe::{ColCount, Geometry};
-use super::shape::MAX_SIDE_HASHES;
 use crate::hash::{Key, KeyHash, Spread};
 use crate::prefetch::prefetch;
 
@@ -28,8 +27,6 @@ const EAGER_BELOW: usize = 8;
 
 /// A batch of at most this many tuples is one chunk of this size.
 const SHORT_CHUNK: usize = 16;
-
-const SIDES: usize = MAX_SIDE_HASHES as usize;
 
 /// The row tests of a batch whose varying side is hashed to a [`KeyHash`] per tuple.
 trait RowTests {
@@ -186,36 +183,44 @@ impl<C: ColCount> RowTests for ValueTests<'_, C> {
 
 /// A fixed second component (its columns as words of a row and the bits in them) against keys
 /// hashed with the row seed.
-struct KeyTests<'a> {
+struct KeyTests<'a, C: ColCount> {
     words: &'a [u64],
-    /// (word in the row, bits of it), one pair per distinct word.
-    masks: &'a [(u64, u64)],
-    /// Words in the row that start the distinct lines of `masks`.
-    lines: &'a [u64],
+    /// The word in the row of each column (for the common `k2`, an array of that length: the
+    /// tests and requests below are then straight-line code).
+    col_words: C::Cols,
+    /// The bit of each column in its word.
+    col_bits: C::Cols,
     row_words: u64,
     rows: Spread,
     row_hashes: u32,
 }
 
-impl KeyTests<'_> {
+impl<C: ColCount> KeyTests<'_, C> {
     /// Whether the fixed columns are all set in the row starting at word `row`.
     #[inline]
     fn has(&self, row: u64) -> bool {
-        self.masks.iter().fold(true, |acc, &(w, bits)| {
-            acc & (self.words.get((row + w) as usize).map_or(0, |x| *x) & bits == bits)
-        })
+        let bits = self.col_bits.as_ref();
+        self.col_words
+            .as_ref()
+            .iter()
+            .zip(bits)
+            .fold(true, |acc, (&w, &bit)| {
+                acc & (self.words.get((row + w) as usize).map_or(0, |x| *x) & bit != 0)
+            })
     }
 
-    /// Requests the lines of the fixed columns in the row starting at word `row`.
+    /// Requests the lines of the fixed columns in the row starting at word `row` (a line that
+    /// holds two columns is requested twice, which costs an instruction: the same count for every
+    /// batch of the matrix keeps the loops' branches predictable).
     #[inline]
     fn request(&self, row: u64) {
-        for &w in self.lines {
+        for &w in self.col_words.as_ref() {
             prefetch(self.words, (row + w) as usize);
         }
     }
 }
 
-impl RowTests for KeyTests<'_> {
+impl<C: ColCount> RowTests for KeyTests<'_, C> {
     /// The key's hash and the first word of its first row.
     type Probe = (KeyHash, u64);
     const NONE: (KeyHash, u64) = (KeyHash { lo: 0, hi: 0 }, 0);
@@ -279,34 +284,21 @@ impl MatrixBloom {
 
     /// Appends to `out` whether each of `keys` is present with the fixed second component whose
     /// columns are `cols`.
-    pub(super) fn test_keys<A: Key>(&self, cols: &[u64], keys: &[A], out: &mut Vec<bool>) {
+    pub(super) fn test_keys<A: Key, C: ColCount>(
+        &self,
+        cols: &C::Cols,
+        keys: &[A],
+        count: C,
+        out: &mut Vec<bool>,
+    ) {
         let (words, g) = (self.bits.words(), &self.geometry);
-        let (mut masks, mut n) = ([(0u64, 0u64); SIDES], 0);
-        let (mut lines, mut l) = ([0u64; SIDES], 0);
-        for &c in cols {
-            let word = c / 64;
-            match masks[..n].iter_mut().find(|(w, _)| *w == word) {
-                Some((_, bits)) => *bits |= 1 << (c % 64),
-                None => {
-                    masks[n] = (word, 1 << (c % 64));
-                    n += 1;
-                }
-            }
-            // Words 8i .. 8i + 7 of a row share a line when rows are whole lines (line-local
-            // shapes, and squares of whole lines); otherwise a line may go unrequested, which
-            // costs a miss, not an answer.
-            if lines[..l].iter().all(|&w| w / 8 != word / 8) {
-                lines[l] = word;
-                l += 1;
-            }
-        }
         staged(
             keys,
             |a| KeyHash::of(a, g.row_seed),
-            &KeyTests {
+            &KeyTests::<C> {
                 words,
-                masks: &masks[..n],
-                lines: &lines[..l],
+                col_words: count.map(cols, |c| c / 64),
+                col_bits: count.map(cols, |c| 1 << (c % 64)),
                 row_words: g.stride / 64,
                 rows: g.rows,
                 row_hashes: g.row_hashes,

@@ -149,6 +149,9 @@ pub(crate) trait ColCount: Copy {
 
     /// The columns of the second component hashed to `hash` ([`Geometry::col_indices_of_hash`]).
     fn cols(self, g: &Geometry, hash: KeyHash) -> Self::Cols;
+
+    /// `f` of each of `cols`, as many.
+    fn map(self, cols: &Self::Cols, f: impl Fn(u64) -> u64) -> Self::Cols;
 }
 
 /// Exactly `K` columns (`K` = the matrix's `k2`).
@@ -163,6 +166,11 @@ impl<const K: usize> ColCount for Fixed<K> {
     fn cols(self, g: &Geometry, hash: KeyHash) -> [u64; K] {
         let base = g.class_base(hash);
         g.class_cols.array::<K>(hash).map(|c| base + c)
+    }
+
+    #[inline]
+    fn map(self, cols: &[u64; K], f: impl Fn(u64) -> u64) -> [u64; K] {
+        cols.map(f)
     }
 }
 
@@ -187,6 +195,14 @@ impl ColCount for AnyCount {
             *slot = c;
         }
         out
+    }
+
+    #[inline]
+    fn map(self, cols: &ColProbe, f: impl Fn(u64) -> u64) -> ColProbe {
+        ColProbe {
+            cols: cols.cols.map(f),
+            len: cols.len,
+        }
     }
 }
 
