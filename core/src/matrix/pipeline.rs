@@ -185,10 +185,11 @@ impl<C: ColCount> RowTests for ValueTests<'_, C> {
 /// hashed with the row seed.
 struct KeyTests<'a, C: ColCount> {
     words: &'a [u64],
-    /// The word in the row of each column (for the common `k2`, an array of that length: the
-    /// tests and requests below are then straight-line code).
+    /// Words in the row that hold the fixed columns ([`ColCount::word_masks`]: for the common
+    /// `k2`, one per column in an array of that length, so that the tests and requests below are
+    /// straight-line code).
     col_words: C::Cols,
-    /// The bit of each column in its word.
+    /// The columns' bits in each of `col_words`.
     col_bits: C::Cols,
     row_words: u64,
     rows: Spread,
@@ -204,14 +205,13 @@ impl<C: ColCount> KeyTests<'_, C> {
             .as_ref()
             .iter()
             .zip(bits)
-            .fold(true, |acc, (&w, &bit)| {
-                acc & (self.words.get((row + w) as usize).map_or(0, |x| *x) & bit != 0)
+            .fold(true, |acc, (&w, &bits)| {
+                acc & (self.words.get((row + w) as usize).map_or(0, |x| *x) & bits == bits)
             })
     }
 
     /// Requests the lines of the fixed columns in the row starting at word `row` (a line that
-    /// holds two columns is requested twice, which costs an instruction: the same count for every
-    /// batch of the matrix keeps the loops' branches predictable).
+    /// holds two of `col_words` is requested twice, which costs an instruction).
     #[inline]
     fn request(&self, row: u64) {
         for &w in self.col_words.as_ref() {
@@ -292,13 +292,14 @@ impl MatrixBloom {
         out: &mut Vec<bool>,
     ) {
         let (words, g) = (self.bits.words(), &self.geometry);
+        let (col_words, col_bits) = count.word_masks(cols);
         staged(
             keys,
             |a| KeyHash::of(a, g.row_seed),
             &KeyTests::<C> {
                 words,
-                col_words: count.map(cols, |c| c / 64),
-                col_bits: count.map(cols, |c| 1 << (c % 64)),
+                col_words,
+                col_bits,
                 row_words: g.stride / 64,
                 rows: g.rows,
                 row_hashes: g.row_hashes,

@@ -150,8 +150,9 @@ pub(crate) trait ColCount: Copy {
     /// The columns of the second component hashed to `hash` ([`Geometry::col_indices_of_hash`]).
     fn cols(self, g: &Geometry, hash: KeyHash) -> Self::Cols;
 
-    /// `f` of each of `cols`, as many.
-    fn map(self, cols: &Self::Cols, f: impl Fn(u64) -> u64) -> Self::Cols;
+    /// The words (`column / 64`) of `cols` and the bits of the columns in them, for testing the
+    /// columns in a row word by word: the words of two columns may repeat.
+    fn word_masks(self, cols: &Self::Cols) -> (Self::Cols, Self::Cols);
 }
 
 /// Exactly `K` columns (`K` = the matrix's `k2`).
@@ -168,9 +169,12 @@ impl<const K: usize> ColCount for Fixed<K> {
         g.class_cols.array::<K>(hash).map(|c| base + c)
     }
 
+    /// One word and one bit per column, `K` of each, repeats kept: a test is then `K`
+    /// straight-line loads, the same for every value (a count that changed with how the columns
+    /// fell would cost a mispredicted loop exit per key).
     #[inline]
-    fn map(self, cols: &[u64; K], f: impl Fn(u64) -> u64) -> [u64; K] {
-        cols.map(f)
+    fn word_masks(self, cols: &[u64; K]) -> ([u64; K], [u64; K]) {
+        (cols.map(|c| c / 64), cols.map(|c| 1 << (c % 64)))
     }
 }
 
@@ -197,12 +201,26 @@ impl ColCount for AnyCount {
         out
     }
 
+    /// Each distinct word once, with the bits of all its columns: beyond four columns a row's
+    /// columns often share words (a small square's row is a few words), and a load saved per
+    /// shared word outweighs a loop count that varies.
     #[inline]
-    fn map(self, cols: &ColProbe, f: impl Fn(u64) -> u64) -> ColProbe {
-        ColProbe {
-            cols: cols.cols.map(f),
-            len: cols.len,
+    fn word_masks(self, cols: &ColProbe) -> (ColProbe, ColProbe) {
+        let (mut words, mut bits) = (Self::NONE, Self::NONE);
+        for &c in cols.cols() {
+            let (word, bit) = (c / 64, 1 << (c % 64));
+            let n = usize::from(words.len);
+            match words.cols[..n].iter().position(|&w| w == word) {
+                Some(i) => bits.cols[i] |= bit,
+                None => {
+                    words.cols[n] = word;
+                    bits.cols[n] = bit;
+                    words.len += 1;
+                    bits.len += 1;
+                }
+            }
         }
+        (words, bits)
     }
 }
 
