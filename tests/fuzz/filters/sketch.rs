@@ -111,6 +111,18 @@ impl Exercise for MatrixBloom {
                 "pair ({a}, {b}) not found right after its insertion"
             );
         }
+        // Batches (of sizes on both sides of the pipeline's thresholds) answer as single
+        // queries, whatever shape was read.
+        let values: Vec<u64> = (0..40).map(|i| KEYS[i % KEYS.len()] ^ i as u64).collect();
+        for n in [1, 5, 17, 40] {
+            let vs = &values[..n];
+            for a in KEYS {
+                let want: Vec<bool> = vs.iter().map(|b| self.contains(&a, b)).collect();
+                assert_eq!(self.contains_values(&a, vs), want, "key {a}, {n} values");
+                let want: Vec<bool> = vs.iter().map(|k| self.contains(k, &a)).collect();
+                assert_eq!(self.contains_keys(vs, &a), want, "value {a}, {n} keys");
+            }
+        }
         let copy = self.clone();
         self.union(&copy)
             .expect("a matrix filter unions with its copy");
