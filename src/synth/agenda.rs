@@ -3,10 +3,11 @@
 //!
 //! A generator pops its sessions in key order and pushes only keys at or after the last one it
 //! popped, most of them a few thousand ticks ahead. The queue is a wheel of [`SLOTS`] slots of
-//! `2^SHIFT` ticks each, starting at the cursor's slot (which holds the last key popped, so every
-//! key pushed falls at or after it): a push within the wheel's span is a slot append, one past it
-//! waits in a binary heap and enters the wheel as the cursor comes within a span of it. A pop
-//! takes the smallest key of the cursor's slot, sorted when the cursor reaches it (a few keys);
+//! `2^SHIFT` ticks each, starting at the cursor's slot (which holds the smallest key, so a key
+//! pushed below its first tick is still below every other slot's and goes into it, in order): a
+//! push within the wheel's span is a slot append, one past it waits in a binary heap and enters
+//! the wheel as the cursor comes within a span of it. A look or a pop takes the smallest key of
+//! the cursor's slot, sorted when the cursor reaches it (a few keys);
 //! an empty slot is skipped through a bitmap of the occupied ones. A key is moved at most twice
 //! (heap to wheel, slot to output), where the radix heap this replaces moved it once per bit of
 //! its distance from the minimum, and a binary heap sifts every pop through `log n` levels.
@@ -25,8 +26,8 @@ const SPAN: u64 = (SLOTS as u64) << SHIFT;
 /// Items with unique 128-bit keys, popped in key order.
 #[derive(Debug, Clone)]
 pub(super) struct Agenda<T> {
-    /// The first tick of the cursor's slot (a multiple of `2^SHIFT`), at or before the last key
-    /// popped.
+    /// The first tick of the cursor's slot (a multiple of `2^SHIFT`); keys below it (pushed after
+    /// a look moved the cursor on) are in the cursor's slot too.
     base: u64,
     /// The cursor's slot.
     cur: usize,
@@ -178,25 +179,35 @@ impl<T> Agenda<T> {
         }
     }
 
-    /// The smallest key.
-    pub(super) fn min_key(&self) -> Option<u128> {
-        match self.first_occupied() {
-            Some(s) if s == self.cur && self.sorted => self.slots[s].last().map(|e| e.0),
-            Some(s) => self.slots[s].iter().map(|e| e.0).min(),
-            None => self.far.peek().map(|Reverse(Keyed(k, _))| *k),
+    /// Brings the smallest key to the end of the cursor's slot (moving the cursor to it and
+    /// sorting the slot); `false` when nothing is left. A key pushed afterwards below the
+    /// cursor's slot (still at or after the last key popped) lands in it, in order.
+    fn settle(&mut self) -> bool {
+        if self.slots[self.cur].is_empty() && !self.advance() {
+            return false;
         }
+        if !self.sorted {
+            self.slots[self.cur].sort_unstable_by_key(|e| Reverse(e.0));
+            self.sorted = true;
+        }
+        true
+    }
+
+    /// The smallest key (settled where [`pop`](Self::pop) takes it from, so a look costs no
+    /// more than the pop it precedes).
+    pub(super) fn min_key(&mut self) -> Option<u128> {
+        if !self.settle() {
+            return None;
+        }
+        self.slots[self.cur].last().map(|e| e.0)
     }
 
     /// The item with the smallest key, and its key.
     pub(super) fn pop(&mut self) -> Option<(u128, T)> {
-        if self.slots[self.cur].is_empty() && !self.advance() {
+        if !self.settle() {
             return None;
         }
         let slot = &mut self.slots[self.cur];
-        if !self.sorted {
-            slot.sort_unstable_by_key(|e| Reverse(e.0));
-            self.sorted = true;
-        }
         let popped = slot.pop();
         if slot.is_empty() {
             self.occupied[self.cur / 64] &= !(1 << (self.cur % 64));

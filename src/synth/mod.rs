@@ -80,9 +80,10 @@ pub struct Event {
 /// Events of one session at most (its place fits the low 24 bits of [`Event::seq`]).
 const MAX_SESSION: u64 = 1 << 24;
 
-/// An open session's client, events done and events left; its key is its next tick and order of
+/// An open session's client, events done and events left (a client fits 32 bits and a session's
+/// events [`MAX_SESSION`], so an agenda entry is 32 bytes); its key is its next tick and order of
 /// opening ([`key`]).
-type Session = (u64, u64, u64);
+type Session = (u32, u32, u32);
 
 /// The agenda key of a session's next event: tick first, then the order of opening.
 fn key(tick: u64, order: u64) -> u128 {
@@ -205,7 +206,9 @@ impl Synth {
             self.planned += len;
             self.opened += 1;
             if self.keep.as_ref().is_none_or(|k| k(client)) {
-                self.open.push(key(start, self.opened), (client, 0, len));
+                // client < clients ≤ u32::MAX and len ≤ MAX_SESSION
+                self.open
+                    .push(key(start, self.opened), (client as u32, 0, len as u32));
             }
             // Thinning by the diurnal rate: sessions arrive faster at the daily peak.
             let gap = self.exponential(1.0 / self.sessions_per_tick) / self.rate(self.next_session);
@@ -223,16 +226,17 @@ impl Iterator for Synth {
             let earliest = self
                 .open
                 .min_key()
-                .map_or(self.next_session.ceil() as u64, |k| (k >> 64) as u64);
+                .map_or_else(|| self.next_session.ceil() as u64, |k| (k >> 64) as u64);
             self.open_sessions_until(earliest);
             if let Some((k, (client, done, left))) = self.open.pop() {
+                let (client, done) = (u64::from(client), u64::from(done));
                 let (tick, order) = ((k >> 64) as u64, k as u64);
                 if left > 1 {
                     let u = self.session_uniform(order, done);
                     let gap = (-self.cfg.session_gap * (1.0 - u).ln()).round() as u64;
                     let next = tick.saturating_add(gap).min(self.cfg.span - 1);
                     self.open
-                        .push(key(next, order), (client, done + 1, left - 1));
+                        .push(key(next, order), (client as u32, done as u32 + 1, left - 1));
                 }
                 return Some(Event {
                     tick,

@@ -42,7 +42,9 @@ impl Popularity {
         let j = ((u * GUIDE as f64) as usize).min(GUIDE - 1);
         let lo = self.guide[j] as usize;
         let hi = (self.guide[j + 1] as usize + 1).min(self.cdf.len());
-        (lo + self.cdf[lo..hi].partition_point(|&c| c < u)) as u64
+        // the range is sorted: counting the entries below `u` is its partition point, with loads
+        // that do not wait on each other
+        (lo + self.cdf[lo..hi].iter().filter(|&&c| c < u).count()) as u64
     }
 }
 
