@@ -8,7 +8,9 @@ use crate::bundle::Bundle;
 use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
 use crate::inflight::InFlight;
 use crate::source::{Mine, Plan};
-use crate::travel::{flush, send_bundle, send_bundles, JobRecord, Local, Sent, BATCH, ROUTE_BYTES};
+use crate::travel::{
+    flush, send_bundle, send_bundles, Hashed, JobRecord, Local, Sent, BATCH, ROUTE_BYTES,
+};
 use chronobloom::core::hash::{KeyHash, Prehashed};
 use chronobloom::core::temporal::{Tick, TimeRange};
 use chronobloom::operators::checkpoint::CheckpointError;
@@ -145,32 +147,32 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 let (x_in, sent) = scope.new_input::<Vec<Sent<D>>>();
                 let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
                 let (t_in, tallies) = scope.new_input::<Vec<WorkerTally>>();
-                let records =
-                    kept.concat(sent.exchange(|b: &Sent<D>| u64::from(b.dest)).unary(
-                        Pipeline,
-                        "Landed",
-                        move |_, _| {
-                            move |input, output| {
-                                input.for_each_stamp(|cap, data| {
-                                    let Some(&start) = cap.least() else { return };
-                                    let mut session = output.session(&cap);
-                                    for bundle in data.flat_map(|batch| batch.drain(..)) {
-                                        session.give_iterator(bundle.records.into_iter().map(
-                                            |(offset, d)| {
-                                                let key = Prehashed::new(d.key(), seed);
-                                                let seq = d.seq();
-                                                (start + u64::from(offset), Local { seq, key })
-                                            },
-                                        ));
-                                        session.give_iterator(bundle.near.into_iter().map(
-                                            |(offset, local)| (start + u64::from(offset), local),
-                                        ));
-                                    }
-                                });
-                            }
-                        },
-                    ));
-                let key = |d: &Local| d.key;
+                let records = kept.concat(sent.exchange(|b: &Sent<D>| u64::from(b.dest)).unary(
+                    Pipeline,
+                    "Landed",
+                    move |_, _| {
+                        move |input, output| {
+                            input.for_each_stamp(|cap, data| {
+                                let Some(&start) = cap.least() else { return };
+                                let mut session = output.session(&cap);
+                                for bundle in data.flat_map(|batch| batch.drain(..)) {
+                                    session.give_iterator(bundle.records.into_iter().map(
+                                        |(offset, d)| {
+                                            let key = Prehashed::new(d.key(), seed);
+                                            (start + u64::from(offset), Local::of(d.seq(), &key))
+                                        },
+                                    ));
+                                    session.give_iterator(bundle.near.into_iter().map(
+                                        |(offset, h)| {
+                                            (start + u64::from(offset), Local::of(h.seq, &h.key))
+                                        },
+                                    ));
+                                }
+                            });
+                        }
+                    },
+                ));
+                let key = |d: &Local| *d;
                 let keyed = records.clone();
                 let queries = resolve(queries, &job.queries);
                 // A snapshot that does not fit is reported and the dataflow built fresh, so every
@@ -365,7 +367,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             if let Some(bundle) = sent.get_mut(owner).filter(|_| routed) {
                 let offset = advance.offset(rec.tick);
                 if owner / threads == me / threads {
-                    bundle.near.push((offset, Local { seq, key: hashed }));
+                    bundle.near.push((offset, Hashed { seq, key: hashed }));
                 } else {
                     bundle.records.push((offset, D::from_parts(seq, rec.key)));
                 }
@@ -373,7 +375,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                     tally.routed_bytes += send_bundle(&mut x_in, bundle);
                 }
             } else {
-                kept.push((rec.tick, Local { seq, key: hashed }));
+                kept.push((rec.tick, Local::of(seq, &hashed)));
                 if kept.len() == BATCH {
                     flush(&mut kept, &mut r_in);
                 }

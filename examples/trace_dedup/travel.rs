@@ -1,5 +1,6 @@
-//! Records as a reader sends them: into its own worker's input hashed ([`Local`]), and to other
-//! workers in bundles, as read ([`Routed`]) or, within the process, hashed ([`NearRecord`]).
+//! Records as a reader sends them: into its own worker's input by their key's digest
+//! ([`Local`]), and to other workers in bundles, as read ([`Routed`]) or, within the process,
+//! hashed ([`NearRecord`]).
 
 use crate::bundle::{self, Bundle, Near, Wire};
 use crate::source::Rec;
@@ -109,7 +110,7 @@ pub const ROUTE_BYTES: u64 = 4;
 
 /// A routed record for a worker of the reader's own process: its offset and the record hashed
 /// already ([`Bundle`]).
-pub type NearRecord = (u32, Local);
+pub type NearRecord = (u32, Hashed);
 
 /// The records a reader routes to one worker.
 pub type Sent<D> = Bundle<Routed<D>, NearRecord>;
@@ -120,23 +121,55 @@ impl<D: JobRecord> Near<Routed<D>> for NearRecord {
     }
 }
 
-/// A record inside a worker: its position (when the passed records are collected, else 0) and
-/// its key, hashed once for routing, dedup and index. As a [`Key`] it is its flow key, so the
-/// index takes the records themselves (no stream of keys copied out of them).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub struct Local {
+/// A record read and hashed: its position (when the passed records are collected, else 0) and
+/// its key with its hash under the job's seed.
+#[derive(Debug, Clone, Copy)]
+pub struct Hashed {
     pub seq: u64,
     pub key: Prehashed<FlowKey>,
 }
 
+/// A record inside a worker, as the dedup and the index take it: its position (when the passed
+/// records are collected, else 0) and its key's 128-bit digest under the job's seed, hashed once
+/// for routing, dedup and index (40 bytes with its tick, where the key itself made 80).
+///
+/// As a [`Key`] it is its digest: its hash under the job's seed is the digest, so the index
+/// finds it by its flow key; the same-tick choice of the dedup operator tells keys apart by
+/// their digests, as the exact baseline's map does (two keys share one with probability about
+/// 2^-128). Under another seed it hashes its digest's bytes (no operator of the job uses one).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Local {
+    pub seq: u64,
+    seed: u64,
+    digest: KeyHash,
+}
+
+impl Local {
+    /// The record at position `seq` with the hashed key `key`.
+    pub fn of(seq: u64, key: &Prehashed<FlowKey>) -> Self {
+        Local {
+            seq,
+            seed: key.seed(),
+            digest: key.hash(),
+        }
+    }
+}
+
 impl Key for Local {
     fn write_canonical(&self, out: &mut CanonicalBytes) {
-        self.key.write_canonical(out);
+        out.put(&self.digest.lo.to_le_bytes());
+        out.put(&self.digest.hi.to_le_bytes());
     }
 
     #[inline]
     fn key_hash(&self, seed: u64) -> KeyHash {
-        self.key.key_hash(seed)
+        if seed == self.seed {
+            self.digest
+        } else {
+            let mut bytes = CanonicalBytes::new();
+            self.write_canonical(&mut bytes);
+            KeyHash::of_bytes(bytes.as_slice(), seed)
+        }
     }
 }
 
