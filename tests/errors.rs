@@ -1859,6 +1859,16 @@ fn j32_epoch_longer_than_2_pow_32_ticks_refused() {
 }
 
 #[test]
+fn j33_dedup_shards_outside_1_to_4096_refused() {
+    for n in ["0", "4097"] {
+        job_says(
+            &["--dedup-shards", n],
+            &format!("invalid dedup configuration `shards`: {n} is outside 1..=4096"),
+        );
+    }
+}
+
+#[test]
 fn j12_numeric_flags_out_of_range_refused() {
     job_refuses(
         &["--in-flight", "0"],

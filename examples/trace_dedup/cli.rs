@@ -55,6 +55,12 @@ pub struct Args {
     /// `--exact-edge` (the false positive rate holds up to this many).
     #[arg(long, default_value_t = 1_000_000)]
     pub expected_keys: u64,
+    /// Key shards of the dedup state (1 to 4096). `bykey` spreads whole shards over the
+    /// workers, so more than 16 workers want more shards (a multiple of the worker count); each
+    /// shard's filter has a smallest size, so more shards hold more bits on a small input.
+    /// Decisions are the same for any number of workers at one shard count.
+    #[arg(long, default_value_t = 16)]
+    pub dedup_shards: u32,
     /// Run the exact baseline instead of the filters: a hash map of key digest → last tick,
     /// swept every window / 16, on the same reader (one thread; ignores -w/-n).
     #[arg(long)]

@@ -91,6 +91,7 @@ fn configs(
             cli::Mode::Local => DedupMode::Local,
         })
         .exact_edge(args.exact_edge)
+        .shards(args.dedup_shards)
         .lead_share(lead_share)
         .seed(args.seed);
     let dedup = match args.slack {

@@ -327,7 +327,8 @@ impl Key for FlowKey {
             // the common key, its 15 bytes at fixed places
             let (a, b, sp, dp) = (a.octets(), b.octets(), sp.to_le_bytes(), dp.to_le_bytes());
             let bytes = [
-                4, a[0], a[1], a[2], a[3], 4, b[0], b[1], b[2], b[3], sp[0], sp[1], dp[0], dp[1], pr,
+                4, a[0], a[1], a[2], a[3], 4, b[0], b[1], b[2], b[3], sp[0], sp[1], dp[0], dp[1],
+                pr,
             ];
             return KeyHash::of_bytes(&bytes, seed);
         }
