@@ -8,9 +8,7 @@ use crate::bundle::Bundle;
 use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
 use crate::inflight::InFlight;
 use crate::source::{Mine, Plan};
-use crate::travel::{
-    flush, send_bundle, send_bundles, Hashed, JobRecord, Local, Sent, BATCH, ROUTE_BYTES,
-};
+use crate::travel::{flush, send_bundle, send_bundles, JobRecord, Local, Sent, BATCH, ROUTE_BYTES};
 use chronobloom::core::hash::{KeyHash, Prehashed};
 use chronobloom::core::temporal::{Tick, TimeRange};
 use chronobloom::operators::checkpoint::CheckpointError;
@@ -98,9 +96,9 @@ const ADVANCE_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 /// Runs the job on this process's workers; `timely_args` are `-w`/`-n`/`-p`/`-h`.
 pub fn run(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> {
     if job.collect_passed {
-        run_with::<(u64, FlowKey)>(job, timely_args)
+        run_with::<(u64, KeyHash)>(job, timely_args)
     } else {
-        run_with::<FlowKey>(job, timely_args)
+        run_with::<KeyHash>(job, timely_args)
     }
 }
 
@@ -139,39 +137,38 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             .collect();
         let (mut r_in, mut x_in, mut q_in, mut t_in, handles) =
             worker.dataflow::<u64, _, _>(|scope| {
-                // Records kept by their reader arrive hashed; records for other workers travel in
-                // bundles for the worker owning their keys, with their tick as an offset from
-                // their timestamp (the reader's input time): hashed already within the process,
-                // as read (the key, not its hash) between processes, hashed where they land.
+                // Records arrive as their key's digest, computed once by their reader (which
+                // routes by it); records for other workers travel in bundles for the worker
+                // owning their keys, with their tick as an offset from their timestamp (the
+                // reader's input time).
                 let (r_in, kept) = scope.new_input::<Vec<(Tick, Local)>>();
                 let (x_in, sent) = scope.new_input::<Vec<Sent<D>>>();
                 let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
                 let (t_in, tallies) = scope.new_input::<Vec<WorkerTally>>();
-                let records = kept.concat(sent.exchange(|b: &Sent<D>| u64::from(b.dest)).unary(
-                    Pipeline,
-                    "Landed",
-                    move |_, _| {
-                        move |input, output| {
-                            input.for_each_stamp(|cap, data| {
-                                let Some(&start) = cap.least() else { return };
-                                let mut session = output.session(&cap);
-                                for bundle in data.flat_map(|batch| batch.drain(..)) {
-                                    session.give_iterator(bundle.records.into_iter().map(
-                                        |(offset, d)| {
-                                            let key = Prehashed::new(d.key(), seed);
-                                            (start + u64::from(offset), Local::of(d.seq(), &key))
-                                        },
-                                    ));
-                                    session.give_iterator(bundle.near.into_iter().map(
-                                        |(offset, h)| {
-                                            (start + u64::from(offset), Local::of(h.seq, &h.key))
-                                        },
-                                    ));
-                                }
-                            });
-                        }
-                    },
-                ));
+                let records =
+                    kept.concat(sent.exchange(|b: &Sent<D>| u64::from(b.dest)).unary(
+                        Pipeline,
+                        "Landed",
+                        move |_, _| {
+                            move |input, output| {
+                                input.for_each_stamp(|cap, data| {
+                                    let Some(&start) = cap.least() else { return };
+                                    let mut session = output.session(&cap);
+                                    for bundle in data.flat_map(|batch| batch.drain(..)) {
+                                        session.give_iterator(bundle.records.into_iter().map(
+                                            |(offset, d)| {
+                                                let local = Local::new(d.seq(), seed, d.digest());
+                                                (start + u64::from(offset), local)
+                                            },
+                                        ));
+                                        session.give_iterator(bundle.near.into_iter().map(
+                                            |(offset, local)| (start + u64::from(offset), local),
+                                        ));
+                                    }
+                                });
+                            }
+                        },
+                    ));
                 let key = |d: &Local| *d;
                 let keyed = records.clone();
                 let queries = resolve(queries, &job.queries);
@@ -294,7 +291,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             let routed = route && owner != me;
             tally.raw_bytes += raw;
             if routed {
-                tally.routed_bytes += ROUTE_BYTES + D::WIRE_EXTRA + rec.key.wire_len();
+                tally.routed_bytes += ROUTE_BYTES + D::WIRE_BYTES;
             }
             tally.records += 1;
             last_tick = rec.tick;
@@ -363,19 +360,22 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             }
             ahead.record();
             advance.record();
-            let seq = D::of(&rec).seq();
+            let seq = D::seq_of(&rec);
+            let local = Local::new(seq, seed, hashed.hash());
             if let Some(bundle) = sent.get_mut(owner).filter(|_| routed) {
                 let offset = advance.offset(rec.tick);
                 if owner / threads == me / threads {
-                    bundle.near.push((offset, Hashed { seq, key: hashed }));
+                    bundle.near.push((offset, local));
                 } else {
-                    bundle.records.push((offset, D::from_parts(seq, rec.key)));
+                    bundle
+                        .records
+                        .push((offset, D::from_parts(seq, hashed.hash())));
                 }
                 if bundle.len() == BATCH {
                     tally.routed_bytes += send_bundle(&mut x_in, bundle);
                 }
             } else {
-                kept.push((rec.tick, Local::of(seq, &hashed)));
+                kept.push((rec.tick, local));
                 if kept.len() == BATCH {
                     flush(&mut kept, &mut r_in);
                 }

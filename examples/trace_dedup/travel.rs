@@ -1,58 +1,59 @@
-//! Records as a reader sends them: into its own worker's input by their key's digest
-//! ([`Local`]), and to other workers in bundles, as read ([`Routed`]) or, within the process,
-//! hashed ([`NearRecord`]).
+//! Records as a reader sends them, by their key's digest: into its own worker's input
+//! ([`Local`]), and to other workers in bundles, serialized between processes ([`Routed`]) and as
+//! they are within the process ([`NearRecord`]).
 
 use crate::bundle::{self, Bundle, Near, Wire};
 use crate::source::Rec;
-use chronobloom::core::hash::{CanonicalBytes, Key, KeyHash, Prehashed};
+use chronobloom::core::hash::{CanonicalBytes, Key, KeyHash};
 use chronobloom::operators::timely;
-use chronobloom::trace::FlowKey;
 use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::InputHandle;
 use timely::ExchangeData;
 
-/// A record as it travels: the key, and its position in the input when the passed records are
-/// collected.
+/// A record as it travels between processes: its key's digest (computed once, by the reader,
+/// which routes by it), and its position in the input when the passed records are collected.
 pub trait JobRecord: ExchangeData + Clone + Wire {
-    /// Serialized bytes of a record besides its key's (its position, when it carries one).
-    const WIRE_EXTRA: u64;
-    fn of(r: &Rec) -> Self;
-    /// The record of a key at position `seq` (ignored when the record carries none).
-    fn from_parts(seq: u64, key: FlowKey) -> Self;
-    fn key(&self) -> FlowKey;
+    /// Serialized bytes of a record.
+    const WIRE_BYTES: u64;
+    /// The record of the key with digest `digest` at position `seq` (the position is dropped
+    /// when the record carries none).
+    fn from_parts(seq: u64, digest: KeyHash) -> Self;
+    fn digest(&self) -> KeyHash;
     fn seq(&self) -> u64;
+    /// The position a record of `r` carries: `r.seq` or 0.
+    fn seq_of(r: &Rec) -> u64;
 }
 
-impl JobRecord for FlowKey {
-    const WIRE_EXTRA: u64 = 0;
-    fn of(r: &Rec) -> Self {
-        r.key
+impl JobRecord for KeyHash {
+    const WIRE_BYTES: u64 = 16;
+    fn from_parts(_: u64, digest: KeyHash) -> Self {
+        digest
     }
-    fn from_parts(_: u64, key: FlowKey) -> Self {
-        key
-    }
-    fn key(&self) -> FlowKey {
+    fn digest(&self) -> KeyHash {
         *self
     }
     fn seq(&self) -> u64 {
         0
     }
+    fn seq_of(_: &Rec) -> u64 {
+        0
+    }
 }
 
-impl JobRecord for (u64, FlowKey) {
-    const WIRE_EXTRA: u64 = 8;
-    fn of(r: &Rec) -> Self {
-        (r.seq, r.key)
+impl JobRecord for (u64, KeyHash) {
+    const WIRE_BYTES: u64 = 8 + 16;
+    fn from_parts(seq: u64, digest: KeyHash) -> Self {
+        (seq, digest)
     }
-    fn from_parts(seq: u64, key: FlowKey) -> Self {
-        (seq, key)
-    }
-    fn key(&self) -> FlowKey {
+    fn digest(&self) -> KeyHash {
         self.1
     }
     fn seq(&self) -> u64 {
         self.0
+    }
+    fn seq_of(r: &Rec) -> u64 {
+        r.seq
     }
 }
 
@@ -102,31 +103,25 @@ pub fn send_bundles<D: JobRecord>(
 }
 
 /// A record routed to another worker: its tick's offset from its timestamp (the reader's input
-/// time, the first tick of its epoch or of an earlier one), and the record.
+/// time, the first tick of its epoch or of an earlier one), and the record (16 bytes of digest,
+/// plus 8 of position when collected: less than an IPv6 key, 2 bytes more than an IPv4 5-tuple's,
+/// and nothing to parse or hash where it lands).
 pub type Routed<D> = (u32, D);
 
 /// Serialized bytes of a routed record's offset.
 pub const ROUTE_BYTES: u64 = 4;
 
-/// A routed record for a worker of the reader's own process: its offset and the record hashed
-/// already ([`Bundle`]).
-pub type NearRecord = (u32, Hashed);
+/// A routed record for a worker of the reader's own process: its offset and the record as the
+/// operators take it ([`Bundle`]).
+pub type NearRecord = (u32, Local);
 
 /// The records a reader routes to one worker.
 pub type Sent<D> = Bundle<Routed<D>, NearRecord>;
 
 impl<D: JobRecord> Near<Routed<D>> for NearRecord {
     fn as_read(&self) -> Routed<D> {
-        (self.0, D::from_parts(self.1.seq, *self.1.key.key()))
+        (self.0, D::from_parts(self.1.seq, self.1.digest))
     }
-}
-
-/// A record read and hashed: its position (when the passed records are collected, else 0) and
-/// its key with its hash under the job's seed.
-#[derive(Debug, Clone, Copy)]
-pub struct Hashed {
-    pub seq: u64,
-    pub key: Prehashed<FlowKey>,
 }
 
 /// A record inside a worker, as the dedup and the index take it: its position (when the passed
@@ -145,13 +140,9 @@ pub struct Local {
 }
 
 impl Local {
-    /// The record at position `seq` with the hashed key `key`.
-    pub fn of(seq: u64, key: &Prehashed<FlowKey>) -> Self {
-        Local {
-            seq,
-            seed: key.seed(),
-            digest: key.hash(),
-        }
+    /// The record at position `seq` of the key whose hash under `seed` is `digest`.
+    pub fn new(seq: u64, seed: u64, digest: KeyHash) -> Self {
+        Local { seq, seed, digest }
     }
 }
 
@@ -173,11 +164,12 @@ impl Key for Local {
     }
 }
 
-impl Wire for FlowKey {
+impl Wire for KeyHash {
     fn put(&self, out: &mut Vec<u8>) {
-        self.write_wire(out);
+        (self.lo, self.hi).put(out);
     }
     fn take(input: &mut &[u8]) -> Option<Self> {
-        FlowKey::read_wire(input)
+        let (lo, hi) = <(u64, u64)>::take(input)?;
+        Some(KeyHash { lo, hi })
     }
 }
