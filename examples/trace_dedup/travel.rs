@@ -173,3 +173,63 @@ impl Wire for KeyHash {
         Some(KeyHash { lo, hi })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chronobloom::trace::FlowKey;
+
+    fn keys() -> Vec<FlowKey> {
+        [
+            "10.0.0.1:1234>192.0.2.1:80/6",
+            "[2001:db8::1]:443>10.0.0.2:5000/17",
+        ]
+        .iter()
+        .filter_map(|k| k.parse().ok())
+        .collect()
+    }
+
+    /// Under the job's seed a record is its flow key to every filter (queries by key find it);
+    /// under another seed it is its digest, the same for equal digests and apart from others.
+    #[test]
+    fn a_record_hashes_as_its_key_under_the_jobs_seed() {
+        let keys = keys();
+        assert_eq!(keys.len(), 2);
+        for seed in [0, 7] {
+            let locals: Vec<Local> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| Local::new(i as u64, seed, KeyHash::of(k, seed)))
+                .collect();
+            for (k, l) in keys.iter().zip(&locals) {
+                assert_eq!(l.key_hash(seed), KeyHash::of(k, seed));
+                let other = Local::new(99, seed, l.digest);
+                assert_eq!(other.key_hash(seed + 1), l.key_hash(seed + 1));
+                assert_ne!(l.key_hash(seed + 1), l.digest);
+            }
+            assert_ne!(locals[0].key_hash(seed + 1), locals[1].key_hash(seed + 1));
+        }
+    }
+
+    /// Records travel as 16 bytes of digest (24 with the position) and read back; cut short,
+    /// they do not read.
+    #[test]
+    fn records_travel_in_their_counted_bytes() {
+        let digest = KeyHash::of(&keys()[1], 3);
+        let mut bytes = Vec::new();
+        digest.put(&mut bytes);
+        assert_eq!(bytes.len() as u64, <KeyHash as JobRecord>::WIRE_BYTES);
+        assert_eq!(KeyHash::take(&mut bytes.as_slice()), Some(digest));
+        let mut with_seq = Vec::new();
+        (5u64, digest).put(&mut with_seq);
+        assert_eq!(
+            with_seq.len() as u64,
+            <(u64, KeyHash) as JobRecord>::WIRE_BYTES
+        );
+        assert_eq!(
+            <(u64, KeyHash)>::take(&mut with_seq.as_slice()),
+            Some((5, digest))
+        );
+        assert_eq!(KeyHash::take(&mut &bytes[..15]), None);
+    }
+}
