@@ -9,7 +9,7 @@ use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
 use crate::inflight::InFlight;
 use crate::source::{Mine, Plan};
 use crate::travel::{flush, send_bundle, send_bundles, JobRecord, Local, Sent, BATCH, ROUTE_BYTES};
-use chronobloom::core::hash::{KeyHash, Prehashed};
+use chronobloom::core::hash::KeyHash;
 use chronobloom::core::temporal::{Tick, TimeRange};
 use chronobloom::operators::checkpoint::CheckpointError;
 use chronobloom::operators::dedup::stats::DedupStats;
@@ -285,8 +285,8 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 }
             };
             let raw = raw_bytes(&rec.key);
-            let hashed = Prehashed::new(rec.key, seed);
-            let shard = job.dedup.shard_of(hashed.hash());
+            let digest = KeyHash::of(&rec.key, seed);
+            let shard = job.dedup.shard_of(digest);
             let owner = owners.get(shard as usize).map_or(me, |&o| o as usize);
             let routed = route && owner != me;
             tally.raw_bytes += raw;
@@ -305,7 +305,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 }
                 if rec.tick < resume_at {
                     // before the checkpoint: in the restored state already
-                    mark.add(rec.seq, rec.tick, hashed.hash().lo);
+                    mark.add(rec.seq, rec.tick, digest.lo);
                     continue;
                 }
             }
@@ -356,20 +356,18 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 bar.set_position(tally.records);
             }
             if ckpt.is_some() {
-                mark.add(rec.seq, rec.tick, hashed.hash().lo);
+                mark.add(rec.seq, rec.tick, digest.lo);
             }
             ahead.record();
             advance.record();
             let seq = D::seq_of(&rec);
-            let local = Local::new(seq, seed, hashed.hash());
+            let local = Local::new(seq, seed, digest);
             if let Some(bundle) = sent.get_mut(owner).filter(|_| routed) {
                 let offset = advance.offset(rec.tick);
                 if owner / threads == me / threads {
                     bundle.near.push((offset, local));
                 } else {
-                    bundle
-                        .records
-                        .push((offset, D::from_parts(seq, hashed.hash())));
+                    bundle.records.push((offset, D::from_parts(seq, digest)));
                 }
                 if bundle.len() == BATCH {
                     tally.routed_bytes += send_bundle(&mut x_in, bundle);

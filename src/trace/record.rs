@@ -157,42 +157,6 @@ impl FlowKey {
             FlowKey::FiveTuple(a, b, ..) => addr(a) + addr(b) + 5,
         }
     }
-}
-
-impl FlowKey {
-    /// Appends the key's compact form to `out`: the bytes `bincode` writes for it ([`Serialize`]),
-    /// without a call per field.
-    ///
-    /// ```
-    /// use chronobloom::trace::FlowKey;
-    /// let k: FlowKey = "10.0.0.1:1234>192.0.2.1:80/6".parse().unwrap();
-    /// let mut bytes = Vec::new();
-    /// k.write_wire(&mut bytes);
-    /// assert_eq!(bytes, bincode::serialize(&k).unwrap());
-    /// assert_eq!(FlowKey::read_wire(&mut bytes.as_slice()), Some(k));
-    /// ```
-    #[inline]
-    pub fn write_wire(&self, out: &mut Vec<u8>) {
-        // assembled on the stack and appended at once (at most 38 bytes)
-        let mut buf = Canonical {
-            bytes: [0; 40],
-            len: 0,
-        };
-        let (tag, src, dst, ports) = self.compact_parts();
-        buf.put(&[tag]);
-        for a in std::iter::once(src).chain(dst) {
-            match a {
-                IpAddr::V4(v) => buf.put(&u32::from(v).to_le_bytes()),
-                IpAddr::V6(v) => buf.put(&u128::from(v).to_le_bytes()),
-            }
-        }
-        if let Some((sp, dp, pr)) = ports {
-            buf.put(&sp.to_le_bytes());
-            buf.put(&dp.to_le_bytes());
-            buf.put(&[pr]);
-        }
-        out.extend_from_slice(&buf.bytes[..buf.len]);
-    }
 
     /// The fields of the compact form: the tag byte (the kind in bits 0–1, [`TAG_V6_SRC`],
     /// [`TAG_V6_DST`]), the addresses, and ports and protocol when the key has them.
@@ -207,38 +171,6 @@ impl FlowKey {
         let v6 = |a: IpAddr, bit: u8| if a.is_ipv6() { bit } else { 0 };
         let tag = kind | v6(src, TAG_V6_SRC) | dst.map_or(0, |d| v6(d, TAG_V6_DST));
         (tag, src, dst, ports)
-    }
-
-    /// Reads a key's compact form ([`Self::write_wire`]) from the front of `input` and moves
-    /// past it; `None` when the bytes are cut short or the tag is unknown.
-    #[inline]
-    pub fn read_wire(input: &mut &[u8]) -> Option<FlowKey> {
-        fn take<const N: usize>(input: &mut &[u8]) -> Option<[u8; N]> {
-            let (head, rest) = input.split_first_chunk::<N>()?;
-            *input = rest;
-            Some(*head)
-        }
-        let addr = |input: &mut &[u8], v6: bool| -> Option<IpAddr> {
-            Some(if v6 {
-                IpAddr::V6(u128::from_le_bytes(take(input)?).into())
-            } else {
-                IpAddr::V4(u32::from_le_bytes(take(input)?).into())
-            })
-        };
-        let [tag] = take(input)?;
-        let src = addr(input, tag & TAG_V6_SRC != 0)?;
-        match tag & 3 {
-            0 => Some(FlowKey::Src(src)),
-            1 => Some(FlowKey::Pair(src, addr(input, tag & TAG_V6_DST != 0)?)),
-            2 => {
-                let dst = addr(input, tag & TAG_V6_DST != 0)?;
-                let sp = u16::from_le_bytes(take(input)?);
-                let dp = u16::from_le_bytes(take(input)?);
-                let [pr] = take(input)?;
-                Some(FlowKey::FiveTuple(src, dst, sp, dp, pr))
-            }
-            _ => None,
-        }
     }
 }
 
@@ -518,23 +450,6 @@ mod tests {
         }
         assert!(bincode::deserialize::<FlowKey>(&[3, 1, 2, 3, 4]).is_err());
         assert!(bincode::deserialize::<FlowKey>(&[2, 1, 2, 3, 4, 5]).is_err());
-        // the hand-written compact form is bincode's, and reads back; cut short it does not
-        for k in keys {
-            let mut wire = Vec::new();
-            k.write_wire(&mut wire);
-            assert_eq!(bincode::serialize(&k).ok(), Some(wire.clone()));
-            let mut rest = wire.as_slice();
-            assert_eq!(FlowKey::read_wire(&mut rest), Some(k));
-            assert!(rest.is_empty());
-            for cut in 0..wire.len() {
-                assert_eq!(
-                    FlowKey::read_wire(&mut &wire[..cut]),
-                    None,
-                    "{k:?} cut at {cut}"
-                );
-            }
-        }
-        assert_eq!(FlowKey::read_wire(&mut &[3u8, 1, 2, 3, 4][..]), None);
     }
 
     #[test]
