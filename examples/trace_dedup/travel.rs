@@ -19,7 +19,9 @@ pub trait JobRecord: ExchangeData + Clone + Wire {
     /// The record of the key with digest `digest` at position `seq` (the position is dropped
     /// when the record carries none).
     fn from_parts(seq: u64, digest: KeyHash) -> Self;
+    /// The key's digest under the job's seed.
     fn digest(&self) -> KeyHash;
+    /// The record's position in the input (0 when it carries none).
     fn seq(&self) -> u64;
     /// The position a record of `r` carries: `r.seq` or 0.
     fn seq_of(r: &Rec) -> u64;
@@ -134,6 +136,7 @@ impl<D: JobRecord> Near<Routed<D>> for NearRecord {
 /// 2^-128). Under another seed it hashes its digest's bytes (no operator of the job uses one).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Local {
+    /// The position in the input, when the passed records are collected (else 0).
     pub seq: u64,
     seed: u64,
     digest: KeyHash,
