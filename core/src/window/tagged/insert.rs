@@ -18,7 +18,7 @@ impl TaggedCuckooFilter {
     pub fn insert_fingerprint(&mut self, hash: u64, now: Tick) -> Result<Prior> {
         self.observe(now)?;
         let (tag, live) = self.tags(now);
-        self.place(hash, now, tag, live)
+        self.place(hash, now, tag, live, false)
     }
 
     /// Inserts a batch of keys at `now` and hands each item to `done` with what its key found.
@@ -72,7 +72,9 @@ impl TaggedCuckooFilter {
                 None => fresh.push((item, hash)),
             }
         }
-        order::sort_by_hash(&mut fresh);
+        if !fresh.is_sorted_by_key(|&(_, hash)| hash) {
+            order::sort_by_hash(&mut fresh);
+        }
         // the distinct keys to place (repeats of a key sit side by side and take one slot)
         let distinct = fresh.chunk_by(|a, b| a.1 == b.1).count() as u64;
         self.make_room(now, distinct)?;
@@ -88,7 +90,7 @@ impl TaggedCuckooFilter {
             let prior = if previous == Some(hash) {
                 Prior::Current
             } else {
-                self.place(hash, now, tag, live)?
+                self.place(hash, now, tag, live, true)?
             };
             previous = Some(hash);
             done(item, prior);
@@ -130,7 +132,7 @@ impl TaggedCuckooFilter {
             return Ok(());
         }
         self.make_room(now, 1)?;
-        let prior = self.place(hash, now, tag, live)?;
+        let prior = self.place(hash, now, tag, live, true)?;
         done(item, prior);
         Ok(())
     }
@@ -186,8 +188,11 @@ impl TaggedCuckooFilter {
 
     /// Inserts `hash` under `tag`, starting a larger table first if the active one is full. (A
     /// key live only in a drained table is placed anew: its entry there cannot be told from
-    /// another key's with the same fingerprint, so it stays until it dies.)
-    fn place(&mut self, hash: u64, now: Tick, tag: u64, live: u32) -> Result<Prior> {
+    /// another key's with the same fingerprint, so it stays until it dies.) `checked`: the re-tag
+    /// pass found no live entry of the key in the active table before its batch, so it takes a
+    /// slot of its own without a look-up (a key of the batch placed before it with the same
+    /// fingerprint and buckets is another key: two entries answer for the two).
+    fn place(&mut self, hash: u64, now: Tick, tag: u64, live: u32, checked: bool) -> Result<Prior> {
         if self.full() {
             // dead entries may be what fills it
             self.sweep(now);
@@ -199,7 +204,12 @@ impl TaggedCuckooFilter {
         let prior = with_tables!(&mut self.store, t => {
             let active = t.active_mut();
             let spot = active.spot(hash, bits);
-            active.insert(spot, tag, live)
+            if checked {
+                active.insert_new(spot, tag, live);
+                Prior::New
+            } else {
+                active.insert(spot, tag, live)
+            }
         });
         if prior == Prior::New {
             self.rate.record_new(now);

@@ -347,12 +347,12 @@ impl<S: Slot> Table<S> {
         self.find(spot, live).is_some()
     }
 
-    /// Re-tags a live entry in the spot's buckets (not the stash) with the spot's fingerprint to
-    /// `tag` (a tag in `live`) and says what it carried; `None` when there is none.
+    /// Re-tags a live entry with the spot's fingerprint (in its buckets or the stash) to `tag` (a
+    /// tag in `live`) and says what it carried; `None` when there is none.
     #[inline]
     pub fn refresh(&mut self, spot: Spot, tag: u64, live: u32) -> Option<Prior> {
-        let i = self.find_in_buckets(spot, live)?;
-        Some(self.retag(Entry::Slot(i), spot.fp, tag))
+        let e = self.find(spot, live)?;
+        Some(self.retag(e, spot.fp, tag))
     }
 
     /// Inserts the spot's key under `tag` (a tag in `live`): refreshes a live entry with its
@@ -362,6 +362,14 @@ impl<S: Slot> Table<S> {
         if let Some(e) = self.find(spot, live) {
             return self.retag(e, spot.fp, tag);
         }
+        self.insert_new(spot, tag, live);
+        Prior::New
+    }
+
+    /// Places the spot's key under `tag` (a tag in `live`) in a slot of its own, without looking
+    /// for a live entry with its fingerprint (the caller found none, [`Self::refresh`]), kicking
+    /// entries to their other bucket when both are full.
+    pub fn insert_new(&mut self, spot: Spot, tag: u64, live: u32) {
         let buckets = [spot.bucket, self.alt(spot.bucket, spot.fp)];
         // The first slot not live, first bucket first.
         let free = buckets.into_iter().find_map(|b| {
@@ -381,7 +389,6 @@ impl<S: Slot> Table<S> {
                 self.kick(buckets[0], carry, live);
             }
         }
-        Prior::New
     }
 
     /// Bit `i` set iff slot `i` of bucket `b` is not live (empty, or a tag not in `live`):

@@ -8,6 +8,7 @@ use super::stats::{DedupStats, Slice, SliceStats};
 use super::view::{ViewDelta, WindowView};
 use super::{Fingerprint, KeyBytes, Routed};
 use chronobloom_core::temporal::Tick;
+use order::ShardOrder;
 use repeats::SameTick;
 use std::collections::BTreeMap;
 use timely::dataflow::operators::Capability;
@@ -15,6 +16,7 @@ use timely::progress::frontier::MutableAntichain;
 use timely::ExchangeData;
 
 mod checkpoint;
+mod order;
 mod repeats;
 
 /// Emptied epoch buffers a worker keeps: enough for the epochs pending at once with a few epochs
@@ -86,6 +88,8 @@ pub(super) struct DecideState<D> {
     same_tick: SameTick,
     /// Scratch for sorting an epoch's records by shard.
     order: Vec<Slot>,
+    /// Sorts each shard's records by tick and fingerprint.
+    shard_order: ShardOrder,
     /// Per item being sorted by shard, its shard (computed once for both passes of the sort).
     shard_of: Vec<u32>,
     /// Where each shard's run of `order` starts (and, last, its end).
@@ -133,6 +137,7 @@ impl<D: ExchangeData> DecideState<D> {
             repeats: Vec::new(),
             same_tick: SameTick::default(),
             order: Vec::new(),
+            shard_order: ShardOrder::default(),
             shard_of: Vec::new(),
             bounds: Vec::new(),
             last_epoch_len: 0,
@@ -348,10 +353,7 @@ impl<D: ExchangeData> DecideState<D> {
         //    cells at the tick already (a repeat candidate).
         let mut order = self.by_shard(stamps.iter().copied());
         for w in self.bounds.windows(2) {
-            let segment = &mut order[w[0]..w[1]];
-            if !segment.is_sorted_by_key(|s| s.tick) {
-                segment.sort_by_key(|s| s.tick);
-            }
+            self.shard_order.sort(&mut order[w[0]..w[1]]);
         }
         let mut fresh = std::mem::take(&mut self.fresh);
         fresh.clear();
