@@ -352,8 +352,11 @@ impl<D: ExchangeData> DecideState<D> {
         // 2. every key of the tick is inserted; a key inserted earlier in the tick finds all its
         //    cells at the tick already (a repeat candidate).
         let mut order = self.by_shard(stamps.iter().copied());
+        // (the exact-edge filter places keys in any order, and gains nothing from this one)
+        let by_fingerprint = !self.config.exact_edge();
         for w in self.bounds.windows(2) {
-            self.shard_order.sort(&mut order[w[0]..w[1]]);
+            self.shard_order
+                .sort(&mut order[w[0]..w[1]], by_fingerprint);
         }
         let mut fresh = std::mem::take(&mut self.fresh);
         fresh.clear();

@@ -18,14 +18,17 @@ pub(super) struct ShardOrder {
 
 impl ShardOrder {
     /// Sorts a shard's records by tick (stably; most epochs arrive in tick order and are only
-    /// checked), then each tick's run by fingerprint (records with one fingerprint in no promised
-    /// order: every decision about them is made by `(tick, fingerprint)` or by exact key).
-    pub fn sort(&mut self, segment: &mut [Slot]) {
+    /// checked), then, if `by_fingerprint`, each tick's run by fingerprint (records with one
+    /// fingerprint in no promised order: every decision about them is made by
+    /// `(tick, fingerprint)` or by exact key).
+    pub fn sort(&mut self, segment: &mut [Slot], by_fingerprint: bool) {
         if !segment.is_sorted_by_key(|s| s.tick) {
             segment.sort_by_key(|s| s.tick);
         }
-        for run in segment.chunk_by_mut(|a, b| a.tick == b.tick) {
-            self.by_fingerprint(run);
+        if by_fingerprint {
+            for run in segment.chunk_by_mut(|a, b| a.tick == b.tick) {
+                self.by_fingerprint(run);
+            }
         }
     }
 
@@ -86,7 +89,7 @@ mod tests {
                 .collect();
             let mut expected: Vec<(u64, u64)> = slots.iter().map(|s| (s.tick, s.fp)).collect();
             expected.sort_unstable();
-            order.sort(&mut slots);
+            order.sort(&mut slots, true);
             let got: Vec<(u64, u64)> = slots.iter().map(|s| (s.tick, s.fp)).collect();
             assert_eq!(got, expected);
             let mut ids: Vec<usize> = slots.iter().map(|s| s.i).collect();
@@ -94,5 +97,21 @@ mod tests {
             assert_eq!(ids, (0..len).collect::<Vec<_>>());
             assert!(slots.iter().all(|s| s.fp == mix64(s.i as u64 % 997)));
         }
+    }
+
+    /// Without fingerprints, only ticks are sorted, and records of a tick keep their order.
+    #[test]
+    fn sorts_by_tick_alone_stably() {
+        let mut slots: Vec<Slot> = (0..3_000)
+            .map(|i| Slot {
+                tick: mix64(i as u64) % 5,
+                fp: mix64(i as u64),
+                i,
+            })
+            .collect();
+        ShardOrder::default().sort(&mut slots, false);
+        assert!(slots
+            .windows(2)
+            .all(|w| (w[0].tick, w[0].i) < (w[1].tick, w[1].i)));
     }
 }
