@@ -3,10 +3,12 @@
 //! sparse capture (`data/real.pcap`: 17 records a second for an hour, 3,600 one-second epochs)
 //! spent most of its run on them. So a reader sends a later epoch's records at the time it has
 //! (a lower bound of their ticks, as the operators expect) and moves only once it has sent
-//! enough records since the last move, once enough wall-clock time has passed (a paced or live
-//! input is decided as promptly as before), or when something needs the time (a checkpoint
-//! boundary, a record too far past the time for its offset). Decisions do not change: the
-//! operators take each record by its own tick.
+//! enough records since the last move, once its records span enough epochs (every epoch the
+//! operators close at once leaves a few messages of stats and digests, so a move over thousands of
+//! a sparse capture's epochs held thousands of them at once), once enough wall-clock time has
+//! passed (a paced or live input is decided as promptly as before), or when something needs the
+//! time (a checkpoint boundary, a record too far past the time for its offset). Decisions do not
+//! change: the operators take each record by its own tick.
 
 use std::time::{Duration, Instant};
 
@@ -26,13 +28,21 @@ pub struct Advance {
     since: u64,
     last_move: Instant,
     min_records: u64,
+    max_epochs: u64,
     max_wait: Duration,
 }
 
 impl Advance {
-    /// Inputs at epoch `open` of `epoch_len` ticks that move after `min_records` records or
-    /// `max_wait` of wall-clock time, whichever comes first.
-    pub fn new(open: u64, epoch_len: u64, min_records: u64, max_wait: Duration) -> Self {
+    /// Inputs at epoch `open` of `epoch_len` ticks that move after `min_records` records, at a
+    /// record `max_epochs` epochs past them, or after `max_wait` of wall-clock time, whichever
+    /// comes first.
+    pub fn new(
+        open: u64,
+        epoch_len: u64,
+        min_records: u64,
+        max_epochs: u64,
+        max_wait: Duration,
+    ) -> Self {
         Advance {
             epoch_len,
             open,
@@ -41,6 +51,7 @@ impl Advance {
             since: 0,
             last_move: Instant::now(),
             min_records,
+            max_epochs,
             max_wait,
         }
     }
@@ -59,6 +70,7 @@ impl Advance {
         }
         let new_epoch = std::mem::replace(&mut self.seen, e) != e;
         let moves = self.since >= self.min_records
+            || e - self.open >= self.max_epochs
             || tick - self.open * self.epoch_len > MAX_OFFSET
             || needed(e * self.epoch_len)
             || (new_epoch && self.last_move.elapsed() >= self.max_wait);
@@ -92,7 +104,7 @@ mod tests {
     /// Records of later epochs stay at the inputs' time until enough were sent.
     #[test]
     fn moves_after_enough_records() {
-        let mut a = Advance::new(0, 1000, 3, HOUR);
+        let mut a = Advance::new(0, 1000, 3, u64::MAX, HOUR);
         let mut moves = Vec::new();
         for tick in (0..10).map(|i| i * 700) {
             moves.extend(a.check(tick, |_| false));
@@ -106,7 +118,7 @@ mod tests {
 
     #[test]
     fn moves_when_needed_late_enough_or_too_far() {
-        let mut a = Advance::new(0, 1000, u64::MAX, HOUR);
+        let mut a = Advance::new(0, 1000, u64::MAX, u64::MAX, HOUR);
         assert_eq!(a.check(500, |_| true), None); // its own epoch: nothing to move
         assert_eq!(a.check(1500, |t| t == 2000), None);
         assert_eq!(a.check(2500, |t| t == 2000), Some(2));
@@ -115,7 +127,20 @@ mod tests {
             a.check(2001 + MAX_OFFSET, |_| false),
             Some((2001 + MAX_OFFSET) / 1000)
         );
-        let mut prompt = Advance::new(0, 1000, u64::MAX, Duration::ZERO);
+        let mut prompt = Advance::new(0, 1000, u64::MAX, u64::MAX, Duration::ZERO);
         assert_eq!(prompt.check(1000, |_| false), Some(1));
+    }
+
+    /// A sparse input's records move the inputs once they are `max_epochs` epochs past them,
+    /// however few were sent.
+    #[test]
+    fn moves_when_records_span_enough_epochs() {
+        let mut a = Advance::new(0, 1000, u64::MAX, 4, HOUR);
+        let mut moves = Vec::new();
+        for tick in (0..20).map(|i| i * 1000 + 10) {
+            moves.extend(a.check(tick, |_| false));
+            a.record();
+        }
+        assert_eq!(moves, [4, 8, 12, 16]);
     }
 }

@@ -89,6 +89,10 @@ pub struct Gathered {
 /// input moves every epoch, a sparse one every few dozen or hundred.
 const ADVANCE_RECORDS: u64 = 4 * BATCH as u64;
 
+/// Epochs a reader's records may span before it moves its inputs on ([`Advance`]): each epoch
+/// the operators close leaves a few stats and digest messages, which a move closes at once.
+const ADVANCE_EPOCHS: u64 = 64;
+
 /// Wall-clock time after which a reader moves its inputs on to a later epoch however few records
 /// it sent ([`Advance`]): a paced or live input's epochs close as they end.
 const ADVANCE_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
@@ -259,7 +263,13 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         let mut reader = job.plan.reader(me, peers, Some(mine));
         let mut tally = WorkerTally::default();
         let mut last_tick = 0;
-        let mut advance = Advance::new(resume_at / epoch, epoch, ADVANCE_RECORDS, ADVANCE_WAIT);
+        let mut advance = Advance::new(
+            resume_at / epoch,
+            epoch,
+            ADVANCE_RECORDS,
+            ADVANCE_EPOCHS,
+            ADVANCE_WAIT,
+        );
         r_in.advance_to(resume_at);
         x_in.advance_to(resume_at);
         q_in.advance_to(resume_at);
