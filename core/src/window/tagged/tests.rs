@@ -398,3 +398,30 @@ fn a_small_table_is_not_shrunk() {
     assert_eq!(f.stats().shrunk, 0, "{:?}", f.stats());
     assert!(f.table_bits() <= 4 * 8 * 16, "{} bits", f.table_bits());
 }
+
+/// Two keys of one batch with the same fingerprint and buckets are both new, each in a slot of
+/// its own, and both are seen afterwards: the second is not taken for the first.
+#[test]
+fn colliding_keys_of_a_batch_take_a_slot_each() {
+    let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 0).unwrap();
+    f.insert_fingerprint(h(u64::MAX), 0).unwrap();
+    let spot = |f: &TaggedCuckooFilter, x: u64| {
+        with_tables!(&f.store, t => {
+            let s = t.active().spot(x, fp_bits(x));
+            (s.bucket, s.fp)
+        })
+    };
+    let mut met = HashMap::new();
+    let (a, b) = (0..1_000_000u64)
+        .map(h)
+        .find_map(|x| met.insert(spot(&f, x), x).map(|y| (y, x)))
+        .unwrap();
+    let before = f.live_entries(u32::MAX);
+    let mut found = Vec::new();
+    f.insert_batch(&mut vec![(0, a), (1, b)], 5, |i, p| found.push((i, p)))
+        .unwrap();
+    found.sort();
+    assert_eq!(found, [(0, Prior::New), (1, Prior::New)]);
+    assert_eq!(f.live_entries(u32::MAX), before + 2);
+    assert!(f.seen(a, 6) && f.seen(b, 6));
+}
