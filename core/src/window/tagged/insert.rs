@@ -24,9 +24,12 @@ impl TaggedCuckooFilter {
     /// Inserts a batch of keys at `now` and hands each item to `done` with what its key found.
     /// The resulting state does not depend on the order of `items`: keys already live are
     /// re-tagged first, then the others are placed in the order of their hashes (placement, and
-    /// so later false positives, depends on the order of insertion). `items` is left empty. On
-    /// an error ([`Error::OutOfMemory`](crate::error::Error::OutOfMemory) when a larger table
-    /// cannot be had) the items not handed to `done` were not inserted.
+    /// so later false positives, depends on the order of insertion); a new key whose fingerprint
+    /// and buckets another new key of the batch took takes a slot of its own and is reported
+    /// [`Prior::New`] (where [`insert_fingerprint`](Self::insert_fingerprint) one key at a time
+    /// would find the other's entry). `items` is left empty. On an error
+    /// ([`Error::OutOfMemory`](crate::error::Error::OutOfMemory) when a larger table cannot be
+    /// had) the items not handed to `done` were not inserted.
     ///
     /// ```
     /// use chronobloom_core::hash::KeyHash;
