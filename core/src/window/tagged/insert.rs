@@ -238,6 +238,7 @@ impl TaggedCuckooFilter {
         }
     }
 
+    #[inline]
     fn full(&self) -> bool {
         with_tables!(&self.store, t => {
             let a = t.active();

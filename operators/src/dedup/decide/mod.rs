@@ -2,13 +2,13 @@
 //! decided shard by shard and tick by tick against the shard filters, same-tick repeats
 //! resolved exactly, stats sealed per epoch.
 
-use super::config::{shard_of_fp, DedupConfig, DedupMode};
+use super::config::{DedupConfig, DedupMode};
 use super::shard::{Found, ShardFilter};
 use super::stats::{DedupStats, Slice, SliceStats};
 use super::view::{ViewDelta, WindowView};
 use super::{Fingerprint, KeyBytes, Routed};
 use chronobloom_core::temporal::Tick;
-use order::ShardOrder;
+use order::EpochOrder;
 use repeats::SameTick;
 use std::collections::BTreeMap;
 use timely::dataflow::operators::Capability;
@@ -54,16 +54,6 @@ struct Outgoing {
     keys: Vec<u64>,
 }
 
-/// A record's place in an epoch's shard order, with what the deciding loops read of it, so they
-/// walk the order instead of looking records up at random.
-#[derive(Debug, Clone, Copy, Default)]
-struct Slot {
-    tick: Tick,
-    fp: u64,
-    /// The record's index in the epoch.
-    i: usize,
-}
-
 /// One worker's dedup state.
 pub(super) struct DecideState<D> {
     pub config: DedupConfig,
@@ -86,14 +76,8 @@ pub(super) struct DecideState<D> {
     repeats: Vec<(Tick, u64)>,
     /// Resolves the same-tick repeats, with its map and buffers kept between epochs.
     same_tick: SameTick,
-    /// Scratch for sorting an epoch's records by shard.
-    order: Vec<Slot>,
-    /// Sorts each shard's records by tick and fingerprint.
-    shard_order: ShardOrder,
-    /// Per item being sorted by shard, its shard (computed once for both passes of the sort).
-    shard_of: Vec<u32>,
-    /// Where each shard's run of `order` starts (and, last, its end).
-    bounds: Vec<usize>,
+    /// The order an epoch's records (or a view delta's keys) are decided (inserted) in.
+    order: EpochOrder,
     /// Records of the last decided epoch.
     last_epoch_len: usize,
     /// Emptied record buffers of decided epochs, for the next epochs (at most
@@ -136,10 +120,7 @@ impl<D: ExchangeData> DecideState<D> {
             fresh: Vec::new(),
             repeats: Vec::new(),
             same_tick: SameTick::default(),
-            order: Vec::new(),
-            shard_order: ShardOrder::default(),
-            shard_of: Vec::new(),
-            bounds: Vec::new(),
+            order: EpochOrder::default(),
             last_epoch_len: 0,
             spare: Vec::new(),
             unplaced: 0,
@@ -312,8 +293,14 @@ impl<D: ExchangeData> DecideState<D> {
         };
         for (e, keys) in view.take_before(e) {
             let last = self.config.epoch_last(e);
-            let order = self.by_shard(keys.iter().map(|&fp| (last, fp)));
-            for (shard, segment) in self.segments(&order) {
+            let mut order = std::mem::take(&mut self.order);
+            let by_fingerprint = !self.config.exact_edge();
+            order.arrange(
+                keys.iter().map(|&fp| (last, fp)),
+                self.config.shards(),
+                by_fingerprint,
+            );
+            for (shard, segment) in order.segments() {
                 let slot = &mut self.shards[shard];
                 if slot.is_none() {
                     *slot = ShardFilter::new(&self.config, last).ok();
@@ -351,19 +338,16 @@ impl<D: ExchangeData> DecideState<D> {
         // 1. every key of a tick is checked against the state before the tick,
         // 2. every key of the tick is inserted; a key inserted earlier in the tick finds all its
         //    cells at the tick already (a repeat candidate).
-        let mut order = self.by_shard(stamps.iter().copied());
+        let mut order = std::mem::take(&mut self.order);
         // (the exact-edge filter places keys in any order, and gains nothing from this one)
         let by_fingerprint = !self.config.exact_edge();
-        for w in self.bounds.windows(2) {
-            self.shard_order
-                .sort(&mut order[w[0]..w[1]], by_fingerprint);
-        }
+        order.arrange(stamps.iter().copied(), self.config.shards(), by_fingerprint);
         let mut fresh = std::mem::take(&mut self.fresh);
         fresh.clear();
         fresh.resize(records.len(), true);
         let mut repeats = std::mem::take(&mut self.repeats);
         repeats.clear();
-        for (shard, segment) in self.segments(&order) {
+        for (shard, segment) in order.segments() {
             let slot = &mut self.shards[shard];
             if slot.is_none() {
                 *slot = ShardFilter::new(&self.config, segment[0].tick).ok();
@@ -433,44 +417,6 @@ impl<D: ExchangeData> DecideState<D> {
                 .saturating_add(carried_unplaced);
         }
         passed
-    }
-
-    /// A [`Slot`] for every `(tick, fingerprint)`, sorted by shard (a stable counting sort), with
-    /// each shard's run start in `self.bounds`. The result is `self.order`'s buffer, which the
-    /// caller puts back: an epoch allocates nothing here.
-    fn by_shard(&mut self, items: impl Iterator<Item = (Tick, u64)> + Clone) -> Vec<Slot> {
-        let shards = self.config.shards();
-        let bounds = &mut self.bounds;
-        bounds.clear();
-        bounds.resize(shards as usize + 1, 0);
-        let shard_of = &mut self.shard_of;
-        shard_of.clear();
-        for (_, fp) in items.clone() {
-            let s = shard_of_fp(fp, shards);
-            shard_of.push(s);
-            bounds[s as usize + 1] += 1;
-        }
-        for s in 1..bounds.len() {
-            bounds[s] += bounds[s - 1];
-        }
-        let mut next = bounds.clone();
-        let mut order = std::mem::take(&mut self.order);
-        order.clear();
-        order.resize(bounds[shards as usize], Slot::default());
-        for (i, ((tick, fp), &s)) in items.zip(shard_of.iter()).enumerate() {
-            let at = &mut next[s as usize];
-            order[*at] = Slot { tick, fp, i };
-            *at += 1;
-        }
-        order
-    }
-
-    /// Each shard with records in `order`, and its run of them.
-    fn segments<'o>(&self, order: &'o [Slot]) -> impl Iterator<Item = (usize, &'o [Slot])> + 'o {
-        let bounds = self.bounds.clone();
-        (0..bounds.len().saturating_sub(1))
-            .filter_map(move |s| Some((s, order.get(bounds[s]..bounds[s + 1])?)))
-            .filter(|(_, run)| !run.is_empty())
     }
 
     /// The earliest tick still to be decided: the first buffered epoch's first tick or the input
