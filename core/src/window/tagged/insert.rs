@@ -1,12 +1,12 @@
 //! Insertion: one key or a tick's batch, each placed in the active table (grown first when full),
 //! and the hashes a young stream keeps of the keys it inserts.
 
-use super::{
-    fp_bits, generation_of, order, with_tables, Prior, Store, TaggedCuckooFilter, LOAD, TAGS,
-};
+use super::{fp_bits, generation_of, order, with_tables, Prior, Store, TaggedCuckooFilter, TAGS};
 use crate::error::Result;
 use crate::temporal::Tick;
 
+/// Repeated hashes a young stream's list may hold beyond twice its keys before they are removed.
+const YOUNG_REPEATS: u64 = 8;
 /// How far ahead of the key being placed a batch insertion requests a key's buckets.
 const PLACE_AHEAD: usize = 8;
 
@@ -143,6 +143,7 @@ impl TaggedCuckooFilter {
     /// The re-tag pass for one item: what its key found when it has a live entry in the active
     /// table (re-tagged to `tag`), `None` when it must be placed (`absent(item)` promises it has
     /// none, sparing the look-up).
+    #[inline]
     fn refresh_live<T>(
         &mut self,
         item: &T,
@@ -157,8 +158,7 @@ impl TaggedCuckooFilter {
         let bits = fp_bits(hash);
         let prior = with_tables!(&mut self.store, t => {
             let active = t.active_mut();
-            let spot = active.spot(hash, bits);
-            active.refresh(spot, tag, live)
+            active.refresh(hash, bits, tag, live)
         })?;
         self.remember(hash);
         Some(prior)
@@ -171,8 +171,7 @@ impl TaggedCuckooFilter {
         let room = |f: &Self| {
             with_tables!(&f.store, t => {
                 let a = t.active();
-                let usable = (LOAD * a.capacity() as f64) as u64;
-                usable - a.occupied().min(usable)
+                a.usable() - a.occupied().min(a.usable())
             })
         };
         if distinct > room(self) {
@@ -204,16 +203,7 @@ impl TaggedCuckooFilter {
             }
         }
         let bits = fp_bits(hash);
-        let prior = with_tables!(&mut self.store, t => {
-            let active = t.active_mut();
-            let spot = active.spot(hash, bits);
-            if checked {
-                active.insert_new(spot, tag, live);
-                Prior::New
-            } else {
-                active.insert(spot, tag, live)
-            }
-        });
+        let prior = with_tables!(&mut self.store, t => t.active_mut().place(hash, bits, tag, live, checked));
         if prior == Prior::New {
             self.rate.record_new(now);
             self.population = self.population.saturating_add(1);
@@ -223,10 +213,18 @@ impl TaggedCuckooFilter {
     }
 
     /// Keeps the hash of a key inserted while the stream is young; repeats are removed when the
-    /// list exceeds twice the population (and youth ends if that leaves it as long).
+    /// list exceeds twice the population and a few (and youth ends if that leaves it as long).
     fn remember(&mut self, hash: u64) {
-        let bound = self.population.saturating_mul(2).saturating_add(64) as usize;
+        let bound = self
+            .population
+            .saturating_mul(2)
+            .saturating_add(YOUNG_REPEATS) as usize;
+        let list = with_tables!(&self.store, t => t.active().is_list());
         if let Some(young) = self.young.as_mut() {
+            // a list's keys are a few dozen: kept without repeats
+            if list && young.contains(&hash) {
+                return;
+            }
             young.push(hash);
             if young.len() > bound {
                 young.sort_unstable();
@@ -238,11 +236,8 @@ impl TaggedCuckooFilter {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn full(&self) -> bool {
-        with_tables!(&self.store, t => {
-            let a = t.active();
-            a.stashed() || a.occupied() as f64 >= LOAD * a.capacity() as f64
-        })
+        with_tables!(&self.store, t => t.active().full())
     }
 }

@@ -29,9 +29,14 @@
 //!
 //! # Sizing from the stream
 //!
-//! Nothing is declared up front. The table starts small (or at an optional hint). When it
-//! reaches load `α` (or an entry finds no slot, or a batch would not fit) a new table is
-//! started, sized for the population projected one window ahead: the present population plus
+//! Nothing is declared up front. The filter starts with a **list** (or a cuckoo table of an
+//! optional hint): a few dozen tagged fingerprints in two halves by the top bit of the key's
+//! hash, each query comparing its half, so a list of `n ≤ ⌊2ε (2^f − 1)⌋` entries (40 at
+//! ε = 0.01) keeps the bound; it grows and shrinks one entry at a time and clears dead entries
+//! every generation, so a shard with a dozen keys holds a dozen entries, not a table sized ahead
+//! and another draining (16 shards of about 15 keys on `data/real.pcap`: 44.4 → 20.0 bits per
+//! window key). When the list or a cuckoo table is full (load `α`, an entry in the stash, or a
+//! batch that would not fit) a new cuckoo table is started, sized for the population projected one window ahead: the present population plus
 //! the rate of *new* keys (keys re-tagged do not count, so long-lived keys are not projected
 //! twice) times the ticks until the window is full (at least one generation), with 15%
 //! headroom and at least 1.5 times the present population. The rate is measured over the
@@ -48,9 +53,9 @@
 //! ends youth. A stream with fewer than 256 keys at the end of its first generation is not
 //! young any more (the hashes would outweigh its tables).
 //!
-//! Every `L / 4` generations, when the population one window ahead would fill less than a
-//! quarter of the active table (of more than 4 buckets), a table sized for it replaces the active
-//! one (the usual
+//! Every `L / 4` generations, when the population one window ahead would fill half a list at
+//! most, a list replaces the active cuckoo table; when it would fill less than a quarter of the
+//! active table (of more than 4 buckets), a table sized for it does (the usual
 //! hysteresis of a dynamic table; a third gave 3–16% higher peaks on bursty inputs, as each
 //! shrink holds old and new tables for a window). For a stream a window old that population
 //! is the entries of the newest three quarters of the window (each table counts
@@ -72,7 +77,9 @@
 //! assert!(!f.contains("10.0.0.1", 163)); // W + S ticks later: forgotten
 //! ```
 
+mod any;
 mod insert;
+mod list;
 mod order;
 mod rate;
 mod repr;
@@ -160,7 +167,7 @@ pub struct TaggedCuckooFilter {
     store: Store,
     /// The generation the active table was started in.
     started: u64,
-    /// Buckets of the first table (and the most the table after a reset gets).
+    /// Buckets of the first table (and the most the table after a reset gets); 0 for a list.
     first_buckets: usize,
     /// The generation of the last sweep (every entry was live in it).
     swept: u64,
@@ -222,11 +229,12 @@ impl TaggedCuckooFilter {
                 ),
             ));
         }
-        let buckets = buckets_for(items);
+        // no hint: a list, which grows one entry at a time
+        let buckets = if items == 0 { 0 } else { buckets_for(items) };
         let store = if narrow_enough(fpr) {
-            Store::Narrow(Tables::new(buckets, seed)?)
+            Store::Narrow(Tables::new(buckets, fpr, seed)?)
         } else {
-            Store::Wide(Tables::new(buckets, seed)?)
+            Store::Wide(Tables::new(buckets, fpr, seed)?)
         };
         Ok(TaggedCuckooFilter {
             window,
@@ -299,7 +307,7 @@ impl TaggedCuckooFilter {
     /// Requests the cache lines a check or an insertion of `hash` reads.
     #[inline]
     pub fn prefetch(&self, hash: u64) {
-        with_tables!(&self.store, t => t.active().prefetch(t.active().spot(hash, fp_bits(hash))))
+        with_tables!(&self.store, t => t.active().prefetch(hash, fp_bits(hash)))
     }
 
     /// Whether the key with 64-bit hash `hash` (a [`KeyHash::lo`]) is reported at `now`.
@@ -309,7 +317,7 @@ impl TaggedCuckooFilter {
             return false;
         };
         let bits = fp_bits(hash);
-        with_tables!(&self.store, t => t.tables.iter().any(|table| table.contains(table.spot(hash, bits), live)))
+        with_tables!(&self.store, t => t.tables.iter().any(|table| table.contains(hash, bits, live)))
     }
 
     /// Hands each item to `done` with whether its key (64-bit hash) is reported at `now`: the
@@ -328,7 +336,7 @@ impl TaggedCuckooFilter {
         with_tables!(&self.store, t => {
             for (item, hash) in items {
                 let bits = fp_bits(hash);
-                let seen = t.tables.iter().any(|table| table.contains(table.spot(hash, bits), live));
+                let seen = t.tables.iter().any(|table| table.contains(hash, bits, live));
                 done(item, seen);
             }
         })
@@ -413,10 +421,10 @@ impl TaggedCuckooFilter {
         if gen - g >= self.live_gens {
             // Everything inserted is dead: start again with the first table's size, or the
             // active one's if smaller (what the stream needed last).
-            let (first, seed) = (self.first_buckets, self.seed);
+            let (first, fpr, seed) = (self.first_buckets, self.fpr, self.seed);
             with_tables!(&mut self.store, t => {
                 let buckets = first.min(t.active().buckets());
-                t.reset(buckets, seed)
+                t.reset(buckets, fpr, seed)
             })?;
             self.population = 0;
             self.young = Some(Vec::new());
@@ -450,6 +458,7 @@ impl TaggedCuckooFilter {
         let now = g.saturating_mul(self.slack.saturating_add(1));
         // the entries of the live tags, counted as they are placed, re-tagged and cleared
         let live = self.live_tags(now);
+        with_tables!(&mut self.store, t => t.sweep_lists(!live));
         self.population = self.live_entries(live);
         // Dead entries answer nothing and their slots count as free; they must be cleared
         // before their tag comes round again. After a sweep at s the entries' generations span

@@ -6,7 +6,7 @@ use super::table::Slot;
 use super::tables::Tables;
 use super::{
     live_generations, narrow_enough, with_tables, Store, TaggedCuckooFilter, TaggedStats,
-    MAX_LIVE_GENERATIONS, MAX_WINDOW, MIN_BUCKETS, YOUNG_GENERATIONS,
+    MAX_LIVE_GENERATIONS, MAX_WINDOW, YOUNG_GENERATIONS,
 };
 use crate::error::{Error, Result};
 use crate::temporal::Tick;
@@ -108,7 +108,7 @@ fn check_tables<S: Slot>(t: &Tables<S>, gen: Option<u64>) -> Result<u64> {
     let mut held = 0u64;
     for table in &t.tables {
         table.check()?;
-        held = held.saturating_add(table.capacity() + table.stash_len());
+        held = held.saturating_add(table.held());
     }
     Ok(held)
 }
@@ -126,7 +126,7 @@ fn check_progress(r: &TaggedRepr, held: u64) -> Result<()> {
                 && r.rate.current_new <= held
         }
     };
-    if !in_time || r.first_buckets < MIN_BUCKETS {
+    if !in_time {
         return Err(Error::invalid(
             "gen",
             "generation bookkeeping out of order (sweep, table start or rate after the current generation)",

@@ -1,6 +1,7 @@
 //! Table sizing: the population projected one window ahead, the larger table a full one is
 //! replaced by (rebuilt from a young stream's keys), and the smaller one a mostly empty one is.
 
+use super::any::AnyTable;
 use super::{
     fp_bits, tag_mask, with_tables, Store, Table, TaggedCuckooFilter, LOAD, MIN_BUCKETS, SLOTS,
     TAGS,
@@ -10,9 +11,9 @@ use crate::temporal::Tick;
 
 /// Room left above the projected population when a table is sized.
 const HEADROOM: f64 = 1.15;
-/// A table of at most this many buckets is not replaced by a smaller one: a few keys' count swings
-/// by half and back, and each replacement holds two tables for a window (measured on
-/// `data/real.pcap`'s 16 shards of about 15 keys: 47.0 → 44.4 bits per window key).
+/// A table of at most this many buckets is not replaced by a smaller table (a list still may):
+/// a few keys' count swings by half and back, and each replacement holds two tables for a
+/// window.
 const MIN_SHRINK_BUCKETS: usize = 4;
 
 impl TaggedCuckooFilter {
@@ -45,13 +46,27 @@ impl TaggedCuckooFilter {
             filling
         };
         let target = HEADROOM * projected;
-        let mostly_empty = with_tables!(&self.store, t => {
-            let a = t.active();
-            a.buckets() > MIN_SHRINK_BUCKETS && target < LOAD * a.capacity() as f64 / 4.0
+        let fpr = self.fpr;
+        // A cuckoo table whose population a list would hold twice over is replaced by a list;
+        // a larger one left a quarter full, by a smaller table. A list stays.
+        let smaller = with_tables!(&self.store, t => match t.active() {
+            AnyTable::List(_) => None,
+            AnyTable::Cuckoo(a) => {
+                let limit = t.list_limit(fpr).map_or(0.0, f64::from);
+                if target <= limit / 2.0 {
+                    Some(0)
+                } else {
+                    (a.buckets() > MIN_SHRINK_BUCKETS
+                        && target < LOAD * a.capacity() as f64 / 4.0)
+                        .then(|| buckets_for(target as u64))
+                }
+            }
         });
         // a smaller table that cannot be had leaves the active one in place
-        if mostly_empty && self.restart(g, target as u64).is_ok() {
-            self.stats.shrunk = self.stats.shrunk.saturating_add(1);
+        if let Some(buckets) = smaller {
+            if self.restart(g, buckets).is_ok() {
+                self.stats.shrunk = self.stats.shrunk.saturating_add(1);
+            }
         }
     }
 
@@ -93,7 +108,7 @@ impl TaggedCuckooFilter {
                 self.young = None;
             }
         } else {
-            self.restart(gen, items)?;
+            self.restart(gen, buckets_for(items))?;
         }
         self.stats.grown = self.stats.grown.saturating_add(1);
         Ok(())
@@ -108,7 +123,7 @@ impl TaggedCuckooFilter {
         let (buckets, seed, live) = (buckets_for(items), self.seed, self.live_tags(now));
         let current = gen % TAGS;
         let Some(young) = self.young.as_mut() else {
-            return self.restart(gen, items);
+            return self.restart(gen, buckets);
         };
         young.sort_unstable();
         young.dedup();
@@ -117,7 +132,7 @@ impl TaggedCuckooFilter {
             let mut keys: Vec<(u64, u64, u64)> = young
                 .iter()
                 .filter_map(|&h| {
-                    let tag = old.live_tag(old.spot(h, fp_bits(h)), live)?;
+                    let tag = old.live_tag(h, fp_bits(h), live)?;
                     Some(((current + TAGS - tag) % TAGS, tag, h))
                 })
                 .collect();
@@ -133,10 +148,10 @@ impl TaggedCuckooFilter {
         Ok(())
     }
 
-    /// Starts a new active table for `items` keys in generation `gen`.
-    fn restart(&mut self, gen: u64, items: u64) -> Result<()> {
-        let (buckets, seed) = (buckets_for(items), self.seed);
-        with_tables!(&mut self.store, t => t.start(buckets, gen, seed))?;
+    /// Starts a new active table of `buckets` buckets (0: a list) in generation `gen`.
+    fn restart(&mut self, gen: u64, buckets: usize) -> Result<()> {
+        let (fpr, seed) = (self.fpr, self.seed);
+        with_tables!(&mut self.store, t => t.start(buckets, gen, fpr, seed))?;
         self.started = gen;
         Ok(())
     }

@@ -45,14 +45,22 @@ impl Slot for u32 {
 
 /// The tag of a slot word.
 #[inline]
-fn tag_of(s: u64) -> u64 {
+pub(super) fn tag_of(s: u64) -> u64 {
     s & (TAGS - 1)
 }
 
 /// Whether slot word `s` is occupied by a tag in `live` (bit `t` set for live tag `t`).
 #[inline]
-fn is_live(s: u64, live: u32) -> bool {
+pub(super) fn is_live(s: u64, live: u32) -> bool {
     s != 0 && (live >> tag_of(s)) & 1 == 1
+}
+
+/// The fingerprint of a key with fingerprint bits `fp_bits`: nonzero, uniform below
+/// `2^FP_BITS` (a multiply-shift).
+#[inline]
+pub(super) fn fingerprint<S: Slot>(fp_bits: u64) -> u64 {
+    let values = (1u64 << S::FP_BITS) - 1;
+    (((u128::from(fp_bits) * u128::from(values)) >> 64) as u64) + 1
 }
 
 /// What an insertion found.
@@ -67,7 +75,7 @@ pub enum Prior {
 }
 
 /// Where a key goes in a table: its first bucket and its fingerprint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) struct Spot {
     pub bucket: usize,
     pub fp: u64,
@@ -219,10 +227,9 @@ impl<S: Slot> Table<S> {
     /// (nonzero, uniform below `2^FP_BITS`).
     #[inline]
     pub fn spot(&self, lo: u64, fp_bits: u64) -> Spot {
-        let values = (1u64 << S::FP_BITS) - 1;
         Spot {
             bucket: ((u128::from(lo) * self.buckets as u128) >> 64) as usize,
-            fp: (((u128::from(fp_bits) * u128::from(values)) >> 64) as u64) + 1,
+            fp: fingerprint::<S>(fp_bits),
         }
     }
 

@@ -1,3 +1,4 @@
+use super::list::List;
 use super::*;
 use crate::hash::{mix64, KeyHash};
 use proptest::prelude::*;
@@ -350,14 +351,9 @@ fn a_huge_slack_projects_without_overflow() {
 
 #[test]
 fn a_young_stream_grows_into_one_table_and_keeps_keys_that_shared_an_entry() {
-    // two keys with the same fingerprint in a one-bucket table: the second shares the first's
-    // entry there, but not in a larger table
-    let fp = |k: u64| {
-        Table::<u16>::new(1, 3)
-            .unwrap()
-            .spot(h(k), fp_bits(h(k)))
-            .fp
-    };
+    // two keys with the same spot in the first table, a list: the second shares the first's
+    // entry there, but not in a cuckoo table
+    let fp = |k: u64| List::<u16>::spot(h(k), fp_bits(h(k)));
     let mut seen = HashMap::new();
     let (a, b) = (0u64..)
         .find_map(|k| seen.insert(fp(k), k).map(|a| (a, k)))
@@ -377,11 +373,11 @@ fn a_young_stream_grows_into_one_table_and_keeps_keys_that_shared_an_entry() {
     assert!((1..30).all(|t| (0..100).all(|k| f.seen(h(1_000_000 + t * 100 + k), 30))));
 }
 
-/// A few keys whose count swings (8, then 2, then 8 a window) keep one small table: it is not
-/// replaced by a smaller one (which would hold two tables for a window at every swing), and it
-/// holds at most 4 buckets' 512 bits.
+/// A few keys whose count swings (8, then 2, then 8 a window) keep one list: it is never
+/// replaced (each replacement would hold two tables for a window), and it holds exactly the
+/// entries live in the window and its slack, 16 bits each and 32 more.
 #[test]
-fn a_small_table_is_not_shrunk() {
+fn a_few_swinging_keys_keep_one_list() {
     let w = 64;
     let mut f = TaggedCuckooFilter::new(w, w / 16, 0.01, 3).unwrap();
     let mut next = 0;
@@ -395,33 +391,87 @@ fn a_small_table_is_not_shrunk() {
         }
         next += keys;
     }
-    assert_eq!(f.stats().shrunk, 0, "{:?}", f.stats());
-    assert!(f.table_bits() <= 4 * 8 * 16, "{} bits", f.table_bits());
+    let s = f.stats();
+    assert_eq!((s.shrunk, s.grown, f.table_count()), (0, 0, 1), "{s:?}");
+    // the last round's 2 keys, and at most the 8 before them (forgotten within the slack)
+    assert!(f.table_bits() <= 10 * 16 + 32, "{} bits", f.table_bits());
+}
+
+/// A stream of a few dozen keys is held in a list of exactly its entries (no table sized ahead,
+/// none draining), every key found while in the window.
+#[test]
+fn a_small_stream_is_held_in_exactly_its_entries() {
+    let (w, keys) = (600, 30);
+    let mut f = TaggedCuckooFilter::new(w, 37, 0.01, 5).unwrap();
+    for t in 0..3 * w {
+        for k in 0..keys {
+            f.insert_fingerprint(h(k), t).unwrap();
+        }
+    }
+    assert!((0..keys).all(|k| f.seen(h(k), 3 * w - 1)));
+    assert_eq!(f.table_count(), 1);
+    assert_eq!(f.memory_bits(), keys * 16 + 32, "{:?}", f.stats());
+}
+
+/// A list outgrown after the stream's youth hands over to a cuckoo table (and drains, no key
+/// lost), and a cuckoo table whose keys fall to a handful is replaced by a list again, all
+/// within a few windows; every key inserted in `(t - W, t]` is found at `t` throughout.
+#[test]
+fn an_outgrown_list_becomes_a_table_and_an_emptied_table_a_list() {
+    let w = 160;
+    let mut f = TaggedCuckooFilter::new(w, 9, 0.01, 7).unwrap();
+    let mut last: HashMap<u64, Tick> = HashMap::new();
+    let check = |f: &TaggedCuckooFilter, last: &HashMap<u64, Tick>, t: Tick| {
+        for (&k, &u) in last {
+            assert!(t - u >= w || f.seen(h(k), t), "key {k} at {u} lost at {t}");
+        }
+    };
+    let mut next = 0u64;
+    // a few recurring keys (a list), then fresh keys at 2 a tick (a table), then a few again
+    for t in 0..8 * w {
+        let fresh = (2 * w..4 * w).contains(&t);
+        let ks: Vec<u64> = if fresh {
+            next += 2;
+            vec![1_000 + next, 1_001 + next]
+        } else {
+            (0..6).collect()
+        };
+        for k in ks {
+            f.insert_fingerprint(h(k), t).unwrap();
+            last.insert(k, t);
+        }
+        check(&f, &last, t);
+        if t == 4 * w - 1 {
+            assert!(f.table_bits() > 40 * 16 + 32, "a table holds the burst");
+        }
+    }
+    let s = f.stats();
+    assert!(s.grown >= 1 && s.shrunk >= 1, "{s:?}");
+    assert_eq!(f.table_count(), 1);
+    assert!(f.table_bits() <= 40 * 16 + 32, "{} bits", f.table_bits());
 }
 
 /// Two keys of one batch with the same fingerprint and buckets are both new, each in a slot of
-/// its own, and both are seen afterwards: the second is not taken for the first.
+/// its own, and both are seen afterwards: the second is not taken for the first (in a cuckoo
+/// table, a hinted first table, and in a list).
 #[test]
 fn colliding_keys_of_a_batch_take_a_slot_each() {
-    let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 0).unwrap();
-    f.insert_fingerprint(h(u64::MAX), 0).unwrap();
-    let spot = |f: &TaggedCuckooFilter, x: u64| {
-        with_tables!(&f.store, t => {
-            let s = t.active().spot(x, fp_bits(x));
-            (s.bucket, s.fp)
-        })
-    };
-    let mut met = HashMap::new();
-    let (a, b) = (0..1_000_000u64)
-        .map(h)
-        .find_map(|x| met.insert(spot(&f, x), x).map(|y| (y, x)))
-        .unwrap();
-    let before = f.live_entries(u32::MAX);
-    let mut found = Vec::new();
-    f.insert_batch(&mut vec![(0, a), (1, b)], 5, |i, p| found.push((i, p)))
-        .unwrap();
-    found.sort();
-    assert_eq!(found, [(0, Prior::New), (1, Prior::New)]);
-    assert_eq!(f.live_entries(u32::MAX), before + 2);
-    assert!(f.seen(a, 6) && f.seen(b, 6));
+    for hint in [1, 0] {
+        let mut f = TaggedCuckooFilter::with_hint(60, 3, 0.01, hint, 0).unwrap();
+        f.insert_fingerprint(h(u64::MAX), 0).unwrap();
+        let spot = |f: &TaggedCuckooFilter, x: u64| with_tables!(&f.store, t => t.active().spot(x, fp_bits(x)));
+        let mut met = HashMap::new();
+        let (a, b) = (0..1_000_000u64)
+            .map(h)
+            .find_map(|x| met.insert(spot(&f, x), x).map(|y| (y, x)))
+            .unwrap();
+        let before = f.live_entries(u32::MAX);
+        let mut found = Vec::new();
+        f.insert_batch(&mut vec![(0, a), (1, b)], 5, |i, p| found.push((i, p)))
+            .unwrap();
+        found.sort();
+        assert_eq!(found, [(0, Prior::New), (1, Prior::New)]);
+        assert_eq!(f.live_entries(u32::MAX), before + 2);
+        assert!(f.seen(a, 6) && f.seen(b, 6));
+    }
 }
