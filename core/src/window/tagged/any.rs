@@ -175,11 +175,11 @@ impl<S: Slot> AnyTable<S> {
         }
     }
 
-    /// Checks a table read from a file.
-    pub fn check(&self) -> Result<()> {
+    /// Checks a table read from a file for a filter of false positive rate `fpr`.
+    pub fn check(&self, fpr: f64) -> Result<()> {
         match self {
             AnyTable::Cuckoo(t) => t.check(),
-            AnyTable::List(l) => l.check(),
+            AnyTable::List(l) => l.check(fpr),
         }
     }
 

@@ -201,13 +201,14 @@ impl<S: Slot> List<S> {
         }
     }
 
-    /// Checks a list read from a file: a fingerprint in every entry, the split inside it, no
-    /// more entries than its limit and a limit no larger than ε allows anyone.
-    pub fn check(&self) -> Result<()> {
+    /// Checks a list read from a file of a filter of false positive rate `fpr`: a fingerprint
+    /// in every entry, the split inside it, no more entries than its limit, and the limit `fpr`
+    /// gives (a longer list would answer more false positives than ε).
+    pub fn check(&self, fpr: f64) -> Result<()> {
         let entry = |s: u64| s >> TAG_BITS != 0;
         if usize::from(self.split) > self.entries.len()
             || self.entries.len() > usize::from(self.limit)
-            || self.limit > MAX_ENTRIES
+            || Some(self.limit) != Self::limit_for(fpr)
             || self.entries.iter().any(|&s| !entry(s.into()))
         {
             return Err(Error::invalid(
@@ -274,7 +275,7 @@ mod tests {
         assert_eq!(left, 20);
         assert_eq!(l.memory_bits(), 20 * 16 + HEADER_BITS);
         assert!((20..40).all(|k| l.contains(spot(k), 1 << 2 | 1 << 3)));
-        l.check().unwrap();
+        l.check(0.01).unwrap();
     }
 
     /// Measured: keys never inserted match at most ε of the time in a list at its limit (one
@@ -299,20 +300,23 @@ mod tests {
         );
     }
 
-    /// A list no limit allows, a split past its end, or an empty entry is refused.
+    /// A list longer than its filter's ε allows, a split past its end, or an empty entry is
+    /// refused.
     #[test]
     fn a_corrupted_list_is_refused() {
         let mut l = List::<u16>::new(40);
         l.insert(spot(1), 0, 1);
+        l.check(0.01).unwrap();
         let mut bad = l.clone();
         bad.split = 2;
-        assert!(bad.check().is_err());
+        assert!(bad.check(0.01).is_err());
         let mut bad = l.clone();
-        bad.limit = MAX_ENTRIES + 1;
-        assert!(bad.check().is_err());
+        bad.limit = 41;
+        assert!(bad.check(0.01).is_err());
+        assert!(l.check(0.009).is_err(), "a 0.009 filter's lists hold 36");
         let mut bad = l;
         bad.entries[0] = 0;
-        assert!(bad.check().is_err());
+        assert!(bad.check(0.01).is_err());
         assert!(List::<u16>::limit_for(0.001).is_none());
     }
 }

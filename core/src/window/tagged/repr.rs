@@ -58,8 +58,8 @@ impl TryFrom<TaggedRepr> for TaggedCuckooFilter {
             ));
         }
         let held = match &r.store {
-            Store::Narrow(t) if narrow_enough(r.fpr) => check_tables(t, r.gen)?,
-            Store::Wide(t) if !narrow_enough(r.fpr) => check_tables(t, r.gen)?,
+            Store::Narrow(t) if narrow_enough(r.fpr) => check_tables(t, r.gen, r.fpr)?,
+            Store::Wide(t) if !narrow_enough(r.fpr) => check_tables(t, r.gen, r.fpr)?,
             _ => {
                 return Err(Error::invalid(
                     "store",
@@ -91,7 +91,7 @@ impl TryFrom<TaggedRepr> for TaggedCuckooFilter {
 
 /// Checks the tables (one at least, each consistent, stopped no later than the current
 /// generation, in order) and returns the entries they can hold: slots plus stashed entries.
-fn check_tables<S: Slot>(t: &Tables<S>, gen: Option<u64>) -> Result<u64> {
+fn check_tables<S: Slot>(t: &Tables<S>, gen: Option<u64>, fpr: f64) -> Result<u64> {
     if t.tables.is_empty() || t.stopped.len() + 1 != t.tables.len() {
         return Err(Error::invalid(
             "tables",
@@ -107,7 +107,7 @@ fn check_tables<S: Slot>(t: &Tables<S>, gen: Option<u64>) -> Result<u64> {
     }
     let mut held = 0u64;
     for table in &t.tables {
-        table.check()?;
+        table.check(fpr)?;
         held = held.saturating_add(table.held());
     }
     Ok(held)
