@@ -9,7 +9,8 @@
 //! `⌊2ε (2^f − 1)⌋` entries (40 at ε = 0.01 with 11-bit fingerprints, at most [`MAX_ENTRIES`])
 //! keeps the filter's bound. Dead entries are reused by insertions and cleared every generation.
 
-use super::table::{fingerprint, is_live, tag_of, Prior, Slot, Spot, TAGS, TAG_BITS};
+use super::counts::TagCounts;
+use super::table::{fingerprint, is_live, tag_of, Prior, Slot, Spot, TAG_BITS};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -30,7 +31,7 @@ pub(super) struct List<S: Slot> {
     limit: u16,
     /// Per tag, the entries holding it (derived, so not serialized: [`List::recount`]).
     #[serde(skip)]
-    tagged: [u64; TAGS as usize],
+    tagged: TagCounts,
 }
 
 impl<S: Slot> List<S> {
@@ -48,7 +49,7 @@ impl<S: Slot> List<S> {
             entries: Vec::new(),
             split: 0,
             limit,
-            tagged: [0; TAGS as usize],
+            tagged: TagCounts::default(),
         }
     }
 
@@ -101,8 +102,7 @@ impl<S: Slot> List<S> {
         if tag_of(word) == tag {
             return Some(Prior::Current);
         }
-        self.tagged[tag_of(word) as usize] -= 1;
-        self.tagged[tag as usize] += 1;
+        self.tagged.retag(word, tag);
         self.entries[i] = S::pack(spot.fp, tag);
         Some(Prior::Older)
     }
@@ -120,16 +120,15 @@ impl<S: Slot> List<S> {
     /// allocation grown by exactly one).
     pub fn insert_new(&mut self, spot: Spot, tag: u64, live: u32) {
         let packed = S::pack(spot.fp, tag);
-        self.tagged[tag as usize] += 1;
         let dead = self
             .half(spot.bucket)
             .find(|&i| !is_live(self.entries[i].into(), live));
         if let Some(i) = dead {
-            let old: u64 = self.entries[i].into();
-            self.tagged[tag_of(old) as usize] -= 1;
+            self.tagged.retag(self.entries[i].into(), tag);
             self.entries[i] = packed;
             return;
         }
+        self.tagged.retag(0, tag);
         self.entries.reserve_exact(1);
         if spot.bucket == 0 {
             self.entries.insert(usize::from(self.split), packed);
@@ -151,20 +150,13 @@ impl<S: Slot> List<S> {
         self.entries.retain(|s| !gone(s));
         self.entries.shrink_to_fit();
         self.split -= gone_first as u16;
-        for (t, n) in self.tagged.iter_mut().enumerate() {
-            if (dead >> t) & 1 == 1 {
-                *n = 0;
-            }
-        }
+        self.tagged.clear(dead);
         self.occupied()
     }
 
     /// Entries whose tag is in `live`.
     pub fn live(&self, live: u32) -> u64 {
-        (0..TAGS as usize)
-            .filter(|&t| (live >> t) & 1 == 1)
-            .map(|t| self.tagged[t])
-            .sum()
+        self.tagged.live(live)
     }
 
     /// Entries held (live or not yet cleared).
@@ -195,10 +187,7 @@ impl<S: Slot> List<S> {
 
     /// Counts the entries of each tag again (a list read back from a file has none counted).
     pub fn recount(&mut self) {
-        self.tagged = [0; TAGS as usize];
-        for &s in &self.entries {
-            self.tagged[tag_of(s.into()) as usize] += 1;
-        }
+        self.tagged = TagCounts::of(self.entries.iter().map(|&s| s.into()));
     }
 
     /// Checks a list read from a file of a filter of false positive rate `fpr`: a fingerprint

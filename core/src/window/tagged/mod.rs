@@ -78,6 +78,7 @@
 //! ```
 
 mod any;
+mod counts;
 mod insert;
 mod list;
 mod order;

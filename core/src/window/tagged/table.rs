@@ -2,6 +2,7 @@
 //! buckets per key (partial-key cuckoo hashing), a slot holding a fingerprint and the tag of the
 //! generation its key was last inserted in.
 
+use super::counts::TagCounts;
 use crate::bits::LineBuf;
 use crate::error::{Error, Result};
 use crate::hash::mix64;
@@ -104,7 +105,7 @@ pub(super) struct Table<S: Slot> {
     /// Per tag, the slots and stashed entries holding it: the live population without a pass
     /// over the slots. Derived from the slots, so not serialized ([`Table::recount`]).
     #[serde(skip)]
-    tagged: [u64; TAGS as usize],
+    tagged: TagCounts,
 }
 
 impl<S: Slot> Table<S> {
@@ -124,39 +125,20 @@ impl<S: Slot> Table<S> {
             stash: Vec::new(),
             occupied: 0,
             rng: mix64(seed ^ buckets as u64) | 1,
-            tagged: [0; TAGS as usize],
+            tagged: TagCounts::default(),
         })
     }
 
     /// Counts the entries of each tag again, from the slots and the stash (a table read back
     /// from a file has none counted).
     pub fn recount(&mut self) {
-        self.tagged = [0; TAGS as usize];
         let stashed = self.stash.iter().map(|&(_, s)| s);
-        for s in self.slots.iter().copied().chain(stashed) {
-            let word: u64 = s.into();
-            if word != 0 {
-                self.tagged[tag_of(word) as usize] += 1;
-            }
-        }
+        self.tagged = TagCounts::of(self.slots.iter().copied().chain(stashed).map(Into::into));
     }
 
     /// Entries whose tag is in `live`.
     pub fn live(&self, live: u32) -> u64 {
-        (0..TAGS as usize)
-            .filter(|&t| (live >> t) & 1 == 1)
-            .map(|t| self.tagged[t])
-            .sum()
-    }
-
-    /// Moves one entry's count from the tag of slot word `from` (none for an empty slot) to
-    /// `to`.
-    #[inline]
-    fn retag_count(&mut self, from: u64, to: u64) {
-        if from != 0 {
-            self.tagged[tag_of(from) as usize] -= 1;
-        }
-        self.tagged[to as usize] += 1;
+        self.tagged.live(live)
     }
 
     /// Checks a table read from a file: `buckets × SLOTS` slots, a fingerprint in every
@@ -333,7 +315,7 @@ impl<S: Slot> Table<S> {
         if tag_of(word) == tag {
             return Prior::Current;
         }
-        self.retag_count(word, tag);
+        self.tagged.retag(word, tag);
         let packed = S::pack(fp, tag);
         match e {
             Entry::Slot(i) => self.slots[i] = packed,
@@ -388,11 +370,11 @@ impl<S: Slot> Table<S> {
             Some(i) => {
                 let old: u64 = self.slots[i].into();
                 self.occupied += u64::from(old == 0);
-                self.retag_count(old, tag);
+                self.tagged.retag(old, tag);
                 self.slots[i] = carry;
             }
             None => {
-                self.tagged[tag as usize] += 1;
+                self.tagged.retag(0, tag);
                 self.kick(buckets[0], carry, live);
             }
         }
@@ -425,9 +407,7 @@ impl<S: Slot> Table<S> {
                 let s: u64 = self.slots[j].into();
                 if !is_live(s, live) {
                     self.occupied -= u64::from(s != 0);
-                    if s != 0 {
-                        self.tagged[tag_of(s) as usize] -= 1;
-                    }
+                    self.tagged.remove(s);
                     self.slots[j] = carry;
                     return;
                 }
@@ -460,11 +440,7 @@ impl<S: Slot> Table<S> {
         }
         self.stash
             .retain(|&(_, s)| (dead >> tag_of(s.into())) & 1 == 0);
-        for (t, n) in self.tagged.iter_mut().enumerate() {
-            if (dead >> t) & 1 == 1 {
-                *n = 0;
-            }
-        }
+        self.tagged.clear(dead);
         self.occupied = left + self.stash.len() as u64;
         self.occupied
     }
