@@ -67,12 +67,12 @@ fn k03_corrupted_file_refused() {
 #[test]
 fn k04_future_version_refused() {
     let mut bytes = file();
-    bytes[8] = 4;
+    bytes[8] = 5;
     let e = decode(p(), &bytes).unwrap_err();
-    assert!(matches!(e, CheckpointError::Version { found: 4, .. }));
+    assert!(matches!(e, CheckpointError::Version { found: 5, .. }));
     assert_eq!(
         e.to_string(),
-        "ck/dedup-w0000.ckpt: checkpoint format version 4, this build reads version 3"
+        "ck/dedup-w0000.ckpt: checkpoint format version 5, this build reads version 4"
     );
 }
 

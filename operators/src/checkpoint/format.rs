@@ -22,7 +22,7 @@ use xxhash_rust::xxh3::xxh3_64;
 /// The first bytes of every checkpoint file.
 pub const MAGIC: &[u8; 8] = b"CHRBLMCP";
 /// The format version this build reads and writes.
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 /// The longest part name.
 pub const MAX_PART_NAME: usize = 64;
 
@@ -245,10 +245,10 @@ mod tests {
             Err(CheckpointError::Foreign { .. })
         ));
         let mut b = sample();
-        b[8] = 4;
+        b[8] = 5;
         assert!(matches!(
             decode(p, &b),
-            Err(CheckpointError::Version { found: 4, .. })
+            Err(CheckpointError::Version { found: 5, .. })
         ));
     }
 

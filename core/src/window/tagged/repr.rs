@@ -1,6 +1,7 @@
 //! The serialized form of a [`TaggedCuckooFilter`], checked on the way in: a filter read from a
 //! file answers like the one written, and sizes nothing beyond a few times what the file holds.
 
+use super::any::AnyTable;
 use super::rate::Rate;
 use super::table::Slot;
 use super::tables::Tables;
@@ -96,6 +97,12 @@ fn check_tables<S: Slot>(t: &Tables<S>, gen: Option<u64>, fpr: f64) -> Result<u6
         return Err(Error::invalid(
             "tables",
             "need one active table and a stop generation for each other",
+        ));
+    }
+    if !matches!(t.active(), AnyTable::Cuckoo(_) | AnyTable::List(_)) {
+        return Err(Error::invalid(
+            "tables",
+            "the table receiving insertions is a repacked drained one",
         ));
     }
     let in_order = t.stopped.windows(2).all(|w| w[0] <= w[1]);

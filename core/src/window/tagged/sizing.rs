@@ -48,9 +48,9 @@ impl TaggedCuckooFilter {
         let target = HEADROOM * projected;
         let fpr = self.fpr;
         // A cuckoo table whose population a list would hold twice over is replaced by a list;
-        // a larger one left a quarter full, by a smaller table. A list stays.
+        // a larger one left a quarter full, by a smaller table. A list stays (and the active
+        // table is never a repacked one).
         let smaller = with_tables!(&self.store, t => match t.active() {
-            AnyTable::List(_) => None,
             AnyTable::Cuckoo(a) => {
                 let limit = t.list_limit(fpr).map_or(0.0, f64::from);
                 if target <= limit / 2.0 {
@@ -61,6 +61,7 @@ impl TaggedCuckooFilter {
                         .then(|| buckets_for(target as u64))
                 }
             }
+            _ => None,
         });
         // a smaller table that cannot be had leaves the active one in place
         if let Some(buckets) = smaller {

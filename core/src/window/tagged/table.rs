@@ -89,9 +89,10 @@ enum Entry {
     Stash(usize),
 }
 
-/// A cuckoo table of `buckets × SLOTS` slots.
+/// A cuckoo table of `buckets × K` slots: `K` = [`SLOTS`] for a table receiving insertions,
+/// fewer for a drained one repacked as its entries die ([`Table::repacked`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(super) struct Table<S: Slot> {
+pub(super) struct Table<S: Slot, const K: usize = SLOTS> {
     /// Buckets of 32-bit slots (32 bytes) from a cache-line boundary: in a 16-byte-aligned `Vec`
     /// every other one would straddle two lines. (16-byte buckets never do, and are not padded.)
     slots: LineBuf<S>,
@@ -108,16 +109,16 @@ pub(super) struct Table<S: Slot> {
     tagged: TagCounts,
 }
 
-impl<S: Slot> Table<S> {
+impl<S: Slot, const K: usize> Table<S, K> {
     /// An empty table of `buckets` buckets (at least 1); [`Error::OutOfMemory`] when its slots
     /// cannot be had, instead of aborting.
     pub fn new(buckets: usize, seed: u64) -> Result<Self> {
         let buckets = buckets.max(1);
         let bits = |n: usize| (n as u64).saturating_mul(u64::from(8 * size_of::<S>() as u32));
         let len = buckets
-            .checked_mul(SLOTS)
+            .checked_mul(K)
             .ok_or(Error::OutOfMemory { bits: u64::MAX })?;
-        let slots = LineBuf::try_zeroed(len, SLOTS * size_of::<S>())
+        let slots = LineBuf::try_zeroed(len, K * size_of::<S>())
             .map_err(|_| Error::OutOfMemory { bits: bits(len) })?;
         Ok(Table {
             slots,
@@ -141,12 +142,12 @@ impl<S: Slot> Table<S> {
         self.tagged.live(live)
     }
 
-    /// Checks a table read from a file: `buckets × SLOTS` slots, a fingerprint in every
+    /// Checks a table read from a file: `buckets × K` slots, a fingerprint in every
     /// occupied slot and stashed entry, stashed entries in a bucket of the table, the occupied
     /// count of the slots, and a generator state that is not stuck at 0.
     pub fn check(&self) -> Result<()> {
         let entry = |s: u64| s >> TAG_BITS != 0;
-        if self.buckets == 0 || self.buckets.checked_mul(SLOTS) != Some(self.slots.len()) {
+        if self.buckets == 0 || self.buckets.checked_mul(K) != Some(self.slots.len()) {
             return Err(Error::invalid(
                 "table",
                 format!("{} slots for {} buckets", self.slots.len(), self.buckets),
@@ -232,8 +233,8 @@ impl<S: Slot> Table<S> {
     /// Requests the cache lines of a spot's two buckets.
     #[inline]
     pub fn prefetch(&self, spot: Spot) {
-        prefetch(&self.slots, spot.bucket * SLOTS);
-        prefetch(&self.slots, self.alt(spot.bucket, spot.fp) * SLOTS);
+        prefetch(&self.slots, spot.bucket * K);
+        prefetch(&self.slots, self.alt(spot.bucket, spot.fp) * K);
     }
 
     /// Bit `i` set iff slot `i` of bucket `b` holds fingerprint `fp` (any tag): a loop the
@@ -241,7 +242,7 @@ impl<S: Slot> Table<S> {
     #[inline]
     fn matches(&self, b: usize, fp: u64) -> u32 {
         let mut m = 0u32;
-        for (i, &s) in self.slots[b * SLOTS..(b + 1) * SLOTS].iter().enumerate() {
+        for (i, &s) in self.slots[b * K..(b + 1) * K].iter().enumerate() {
             let s: u64 = s.into();
             m |= u32::from(s >> TAG_BITS == fp) << i;
         }
@@ -252,7 +253,7 @@ impl<S: Slot> Table<S> {
     #[inline]
     fn first_live(&self, b: usize, mut matches: u32, live: u32) -> Option<usize> {
         while matches != 0 {
-            let i = b * SLOTS + matches.trailing_zeros() as usize;
+            let i = b * K + matches.trailing_zeros() as usize;
             if is_live(self.slots[i].into(), live) {
                 return Some(i);
             }
@@ -363,7 +364,7 @@ impl<S: Slot> Table<S> {
         // The first slot not live, first bucket first.
         let free = buckets.into_iter().find_map(|b| {
             let f = self.free_slots(b, live);
-            (f != 0).then(|| b * SLOTS + f.trailing_zeros() as usize)
+            (f != 0).then(|| b * K + f.trailing_zeros() as usize)
         });
         let carry = S::pack(spot.fp, tag);
         match free {
@@ -385,7 +386,7 @@ impl<S: Slot> Table<S> {
     #[inline]
     fn free_slots(&self, b: usize, live: u32) -> u32 {
         let mut m = 0u32;
-        for (i, &s) in self.slots[b * SLOTS..(b + 1) * SLOTS].iter().enumerate() {
+        for (i, &s) in self.slots[b * K..(b + 1) * K].iter().enumerate() {
             m |= u32::from(!is_live(s.into(), live)) << i;
         }
         m
@@ -399,11 +400,11 @@ impl<S: Slot> Table<S> {
             self.rng ^= self.rng << 13;
             self.rng ^= self.rng >> 7;
             self.rng ^= self.rng << 17;
-            let i = b * SLOTS + (self.rng % SLOTS as u64) as usize;
+            let i = b * K + (self.rng % K as u64) as usize;
             std::mem::swap(&mut self.slots[i], &mut carry);
             let word: u64 = carry.into();
             b = self.alt(b, word >> TAG_BITS);
-            for j in b * SLOTS..(b + 1) * SLOTS {
+            for j in b * K..(b + 1) * K {
                 let s: u64 = self.slots[j].into();
                 if !is_live(s, live) {
                     self.occupied -= u64::from(s != 0);
@@ -414,6 +415,26 @@ impl<S: Slot> Table<S> {
             }
         }
         self.stash.push((b, carry));
+    }
+
+    /// The live entries (tags in `live`) in a table of the same buckets with `J` slots a
+    /// bucket: each entry goes to the same pair of buckets (the other bucket of a pair depends
+    /// only on the fingerprint and the bucket count), so every key this table reports the new
+    /// one reports. Entries that find no slot wait in its stash.
+    pub fn repacked<const J: usize>(&self, live: u32) -> Result<Table<S, J>> {
+        let mut t = Table::<S, J>::new(self.buckets, self.rng)?;
+        let slots = self.slots.iter().enumerate().map(|(i, &s)| (i / K, s));
+        for (bucket, s) in slots.chain(self.stash.iter().copied()) {
+            let word: u64 = s.into();
+            if is_live(word, live) {
+                let spot = Spot {
+                    bucket,
+                    fp: word >> TAG_BITS,
+                };
+                t.insert_new(spot, tag_of(word), live);
+            }
+        }
+        Ok(t)
     }
 
     /// Empties every slot whose tag is in `dead` (bit `t` for tag `t`); returns the entries

@@ -75,6 +75,27 @@ impl<S: Slot> Tables<S> {
         }
     }
 
+    /// Repacks each drained table whose live entries (tags in `live`) fit fewer slots a bucket
+    /// and drops those with none left (they answer nothing and receive nothing); returns how
+    /// many tables were repacked.
+    pub(super) fn repack_drained(&mut self, live: u32) -> u64 {
+        let mut repacked = 0;
+        let mut i = 0;
+        while i < self.stopped.len() {
+            if self.tables[i].live(live) == 0 {
+                self.stopped.remove(i);
+                self.tables.remove(i);
+                continue;
+            }
+            if let Some(t) = self.tables[i].repacked(live) {
+                self.tables[i] = t;
+                repacked += 1;
+            }
+            i += 1;
+        }
+        repacked
+    }
+
     /// Clears the `dead` tags from every table; returns the entries left.
     pub(super) fn sweep(&mut self, dead: u32) -> u64 {
         self.tables.iter_mut().map(|t| t.sweep(dead)).sum()

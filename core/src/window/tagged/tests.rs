@@ -1,3 +1,4 @@
+use super::any::AnyTable;
 use super::list::List;
 use super::*;
 use crate::hash::{mix64, KeyHash};
@@ -474,4 +475,130 @@ fn colliding_keys_of_a_batch_take_a_slot_each() {
         assert_eq!(f.live_entries(u32::MAX), before + 2);
         assert!(f.seen(a, 6) && f.seen(b, 6));
     }
+}
+
+/// A table of 400 keys in 512 slots with tags 0..16 spread over its keys (and, adversarially,
+/// keys sharing a fingerprint and buckets with another under a later tag), repacked as fewer
+/// tags stay live: every answer, for the keys inserted and for a million others, is the one
+/// the table gave, and the live entries are all there is.
+#[test]
+fn a_repacked_table_gives_every_answer_the_drained_one_gave() {
+    let buckets = 64;
+    let mut t = table::Table::<u16>::new(buckets, 3).unwrap();
+    let keys: Vec<u64> = (0..400).map(h).collect();
+    for (i, &k) in keys.iter().enumerate() {
+        let spot = t.spot(k, fp_bits(k));
+        t.insert_new(spot, i as u64 % 16, u32::MAX);
+    }
+    // four keys' twins: the same fingerprint and buckets, a later tag
+    for &k in keys.iter().take(4) {
+        let spot = t.spot(k, fp_bits(k));
+        t.insert_new(spot, 15, u32::MAX);
+    }
+    let queries: Vec<u64> = keys
+        .iter()
+        .copied()
+        .chain((0..1_000_000).map(|q| mix64(q ^ 0x5eed)))
+        .collect();
+    // all 404 entries fit no narrower width at its load; 329 fit 6 slots, 204 and 104 fit 4,
+    // 52 fit 2
+    let cases = [
+        (0, None),
+        (3, Some(6)),
+        (8, Some(4)),
+        (12, Some(4)),
+        (14, Some(2)),
+    ];
+    for (first, width) in cases {
+        let live = tag_mask(first, 15);
+        let mut drained = AnyTable::Cuckoo(t.clone());
+        drained.sweep(!live);
+        let packed = drained.repacked(live);
+        assert_eq!(
+            packed.as_ref().map(AnyTable::width),
+            width,
+            "tags {first}..=15"
+        );
+        let Some(packed) = packed else { continue };
+        assert_eq!(packed.live(live), drained.live(live));
+        let w = width.unwrap_or(SLOTS) as u64;
+        assert_eq!(
+            packed.memory_bits(),
+            drained.memory_bits() * w / SLOTS as u64
+        );
+        let mut back = packed.clone();
+        back.recount();
+        assert_eq!(
+            back, packed,
+            "the counts kept while repacking are the slots'"
+        );
+        for &k in &queries {
+            let (b, s) = (
+                drained.contains(k, fp_bits(k), live),
+                packed.contains(k, fp_bits(k), live),
+            );
+            assert_eq!(b, s, "key {k:#x} tags {first}..=15");
+        }
+        assert!(keys
+            .iter()
+            .enumerate()
+            .all(|(i, &k)| { (i as u64 % 16) < first || packed.contains(k, fp_bits(k), live) }));
+    }
+}
+
+/// Through a tenfold burst and its end, a drained table is repacked as its entries die (its
+/// bits fall before it is dropped) and no key inserted in the window is missed on the way.
+#[test]
+fn a_drained_table_is_repacked_as_its_entries_die() {
+    let w = 320;
+    let mut f = TaggedCuckooFilter::new(w, 20, 0.01, 4).unwrap();
+    let mut next = 0u64;
+    let mut inserted: Vec<(Tick, u64)> = Vec::new();
+    let mut drained_bits = Vec::new();
+    for t in 0..4 * w {
+        let rate = if (w..2 * w).contains(&t) { 100 } else { 10 };
+        for _ in 0..rate {
+            f.insert_fingerprint(h(next), t).unwrap();
+            inserted.push((t, next));
+            next += 1;
+        }
+        let in_window = inserted.partition_point(|&(u, _)| t - u >= w);
+        inserted.drain(..in_window);
+        assert!(
+            inserted.iter().all(|&(_, k)| f.seen(h(k), t)),
+            "a key missed at {t}"
+        );
+        if f.table_count() > 1 {
+            let active = with_tables!(&f.store, s => s.active().memory_bits());
+            drained_bits.push(f.table_bits() - active);
+        }
+    }
+    assert!(f.stats().repacked >= 2, "{:?}", f.stats());
+    assert!(
+        drained_bits.windows(2).any(|d| d[1] < d[0] && d[1] > 0),
+        "a drained table's bits never fell while it was read: {drained_bits:?}"
+    );
+}
+
+/// A state whose table receiving insertions is a repacked one is not a state a filter
+/// reaches: it is refused when read back.
+#[test]
+fn a_repacked_active_table_is_refused() {
+    let mut f = TaggedCuckooFilter::new(60, 3, 0.01, 9).unwrap();
+    for k in 0..2_000 {
+        f.insert_fingerprint(h(k), k / 100).unwrap();
+    }
+    let live = f.live_tags(19);
+    let Store::Narrow(t) = &mut f.store else {
+        panic!("16-bit slots at 1%");
+    };
+    let packed = t.active().repacked(live).unwrap_or_else(|| {
+        let AnyTable::Cuckoo(c) = t.active() else {
+            panic!("a cuckoo table for 2,000 keys");
+        };
+        AnyTable::Two(c.repacked::<2>(live).unwrap())
+    });
+    *t.active_mut() = packed;
+    let e = bincode::deserialize::<TaggedCuckooFilter>(&bincode::serialize(&f).unwrap());
+    assert!(e.unwrap_err().to_string().contains("repacked"));
 }
