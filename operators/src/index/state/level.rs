@@ -4,7 +4,7 @@
 use super::super::delta::{shard_words, BLOCK_WORDS};
 use chronobloom_core::bits::LineWords;
 use chronobloom_core::bloom::{blocked_probes, probes_in_block, FilterShape, Layout, BLOCK_BITS};
-use chronobloom_core::hash::{BucketMix, FastMod, KeyHash};
+use chronobloom_core::hash::{FastMod, KeyHash};
 use chronobloom_core::prefetch::prefetch;
 use std::ops::Range;
 
@@ -26,6 +26,10 @@ pub(super) struct LevelShard {
     /// Per held block: changed since the last digest refresh.
     pub(super) dirty: Vec<bool>,
 }
+
+/// How many blocks are in flight when a level's hashes are set: requested, their bits not yet
+/// set.
+pub(super) const AHEAD: usize = 32;
 
 /// Present words from which a held 64-word group of a bitmap delta is merged as one run.
 const DENSE_GROUP: usize = 16;
@@ -191,34 +195,23 @@ impl LevelShard {
         }
     }
 
-    /// Sets, at level `level`, the probe bits of each distinct `(lo, hi, bucket, set_from)` pair
-    /// (buckets in `first..=last`) that this shard holds, but for the pairs whose bits are set
-    /// from a level at or below this one (`set_from ≤ level`). A wholly held blocked level takes
-    /// the direct path: the block of the pair `AHEAD` places on is prefetched, and the pair's bits
-    /// are set in its one block.
-    pub(super) fn insert_pairs(
-        &mut self,
-        pairs: &[(u64, u64, u64, u32)],
-        level: u32,
-        first: u64,
-        last: u64,
-    ) {
-        const AHEAD: usize = 32;
-        let mixes: Vec<BucketMix> = (first..=last).map(BucketMix::of).collect();
-        let hashes = pairs
-            .iter()
-            .filter(|r| level < r.3)
-            .filter_map(|&(lo, hi, b, _)| {
-                let mix = mixes.get((b - first) as usize)?;
-                Some(KeyHash { lo, hi }.at_mixed(*mix))
-            });
-        let Some(blocks) = self.modulus.filter(|_| {
+    /// What a wholly held blocked level reduces a hash's low half by to find its block (`None`
+    /// for a standard or partly held level, whose probes go through [`Self::insert_each`]).
+    pub(super) fn blocks(&self) -> Option<FastMod> {
+        self.modulus.filter(|_| {
             self.layout == Layout::Blocked
                 && self.first == 0
                 && self.words.len() as u64 * 64 >= self.shape.bits
-        }) else {
-            return self.insert_each(hashes);
-        };
+        })
+    }
+
+    /// Sets the probe bits of each hash in its block of this wholly held blocked level (`blocks`
+    /// from [`Self::blocks`]): the block of the hash [`AHEAD`] places on is prefetched while this
+    /// one's bits are set. For a level with many hashes; a few go through a [`BlockRing`] shared
+    /// by the levels instead.
+    ///
+    /// [`BlockRing`]: super::ring::BlockRing
+    pub(super) fn insert_blocks(&mut self, hashes: impl Iterator<Item = KeyHash>, blocks: FastMod) {
         let k = self.shape.hashes;
         // Only `lo` places a blocked probe; slot `n % AHEAD` holds the `n`th hash and its block
         // until it is set.

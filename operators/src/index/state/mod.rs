@@ -5,12 +5,17 @@ use super::config::IndexConfig;
 use super::delta::{DeltaWords, EpochRecords, LevelDelta, BLOCK_WORDS};
 use super::digest::{block_hash, BlockUpdate};
 use super::stats::{LevelStats, RejectReason};
-use chronobloom_core::hash::{Key, KeyHash};
+use chronobloom_core::hash::{BucketMix, Key, KeyHash};
 use chronobloom_core::temporal::{dyadic_cover, Allocation, Answer, Pbf2, Tick, TimeRange};
 use level::LevelShard;
 use recent::RecentPoints;
+use ring::BlockRing;
 pub(crate) use snapshot::{MergedSnapshot, MergedSnapshotRef};
 use std::collections::BTreeMap;
+
+/// Pairs from which a level's blocks are set through its own look-ahead rather than the
+/// levels' shared [`BlockRing`] (cheaper a set, and enough sets to fill it).
+const OWN_RING: usize = 4 * level::AHEAD;
 
 /// One step of a query's probe sequence, as a shard evaluates it: bit 0 set when the step probes
 /// a filter (it counts as a probe), bit 1 set when every probe bit the shard holds is set (always
@@ -176,10 +181,12 @@ impl MergedState {
             }
         }
         // Levels this shard does not hold are skipped over: the pairs are coarsened straight to
-        // the next level it holds.
+        // the next level it holds. The blocks of wholly held blocked levels are set through one
+        // look-ahead across the levels ([`BlockRing`]).
         let mut at = 0;
-        for (l, level) in part.levels.iter_mut().enumerate() {
-            if !held(level) {
+        let mut ring = BlockRing::new();
+        for l in 0..part.levels.len() {
+            if !held(&part.levels[l]) {
                 continue;
             }
             if l > at {
@@ -194,8 +201,30 @@ impl MergedState {
                 });
                 at = l;
             }
-            level.insert_pairs(&pairs, l as u32, lo_tick >> l, hi_tick >> l);
+            // Each distinct `(lo, hi, bucket, set_from)` pair whose bits are not set from a
+            // level at or below this one (`set_from ≤ l`), at its bucket of this level.
+            let first = lo_tick >> l;
+            let mixes: Vec<BucketMix> = (first..=hi_tick >> l).map(BucketMix::of).collect();
+            let hashes = pairs
+                .iter()
+                .filter(|r| (l as u32) < r.3)
+                .filter_map(|&(lo, hi, b, _)| {
+                    let mix = mixes.get((b - first) as usize)?;
+                    Some(KeyHash { lo, hi }.at_mixed(*mix))
+                });
+            match part.levels[l].blocks() {
+                Some(blocks) if pairs.len() >= OWN_RING => {
+                    part.levels[l].insert_blocks(hashes, blocks);
+                }
+                Some(blocks) => {
+                    for h in hashes {
+                        ring.push(&mut part.levels, l, h.lo, blocks.reduce(h.lo));
+                    }
+                }
+                None => part.levels[l].insert_each(hashes),
+            }
         }
+        ring.finish(&mut part.levels);
         refused
     }
 
@@ -399,6 +428,7 @@ impl PartitionShard {
 
 mod level;
 mod recent;
+mod ring;
 mod snapshot;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
