@@ -7,8 +7,8 @@ use super::LOAD;
 use crate::error::Result;
 use serde::{Deserialize, Serialize};
 
-/// A cuckoo table ([`SLOTS`](super::table::SLOTS) slots a bucket), a drained one repacked into 6, 4 or 2 slots a
-/// bucket ([`AnyTable::repacked`]), or a list.
+/// A cuckoo table ([`SLOTS`](super::table::SLOTS) slots a bucket), a drained one repacked into
+/// 6, 4 or 2 slots a bucket ([`AnyTable::repacked`]), or a list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) enum AnyTable<S: Slot> {
     Cuckoo(Table<S>),
