@@ -547,14 +547,15 @@ fn a_repacked_table_gives_every_answer_the_drained_one_gave() {
 }
 
 /// Through a tenfold burst and its end, a drained table is repacked as its entries die (its
-/// bits fall before it is dropped) and no key inserted in the window is missed on the way.
+/// bits fall before it is dropped), no key inserted in the window is missed on the way, and a
+/// state holding a repacked table reads back from bincode as itself.
 #[test]
 fn a_drained_table_is_repacked_as_its_entries_die() {
     let w = 320;
     let mut f = TaggedCuckooFilter::new(w, 20, 0.01, 4).unwrap();
     let mut next = 0u64;
     let mut inserted: Vec<(Tick, u64)> = Vec::new();
-    let mut drained_bits = Vec::new();
+    let (mut drained_bits, mut checkpointed) = (Vec::new(), 0);
     for t in 0..4 * w {
         let rate = if (w..2 * w).contains(&t) { 100 } else { 10 };
         for _ in 0..rate {
@@ -571,8 +572,20 @@ fn a_drained_table_is_repacked_as_its_entries_die() {
         if f.table_count() > 1 {
             let active = with_tables!(&f.store, s => s.active().memory_bits());
             drained_bits.push(f.table_bits() - active);
+            // a state holding a repacked table reads back from a checkpoint as itself
+            let repacked = with_tables!(&f.store, s => s.tables.iter().any(|x| x.width() < SLOTS && x.width() > 0));
+            if repacked {
+                let back: TaggedCuckooFilter =
+                    bincode::deserialize(&bincode::serialize(&f).unwrap()).unwrap();
+                assert_eq!(back, f, "at {t}");
+                checkpointed += 1;
+            }
         }
     }
+    assert!(
+        checkpointed > 0,
+        "no repacked table was held while the stream ran"
+    );
     assert!(f.stats().repacked >= 2, "{:?}", f.stats());
     assert!(
         drained_bits.windows(2).any(|d| d[1] < d[0] && d[1] > 0),
