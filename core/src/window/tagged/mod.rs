@@ -455,7 +455,6 @@ impl TaggedCuckooFilter {
     /// emptied table.
     fn end_generation(&mut self, g: u64) {
         let live_gens = self.live_gens;
-        with_tables!(&mut self.store, t => t.drop_drained(g, live_gens));
         self.rate.end_generation();
         self.gen = Some(g);
         self.stats.generations = self.stats.generations.saturating_add(1);

@@ -62,22 +62,9 @@ impl<S: Slot> Tables<S> {
         *self.active_mut() = AnyTable::Cuckoo(table);
     }
 
-    /// Drops the tables whose entries are all dead at the start of generation `g`.
-    pub(super) fn drop_drained(&mut self, g: u64, live_gens: u64) {
-        let mut i = 0;
-        while i < self.stopped.len() {
-            if self.stopped[i].saturating_add(live_gens) <= g {
-                self.stopped.remove(i);
-                self.tables.remove(i);
-            } else {
-                i += 1;
-            }
-        }
-    }
-
-    /// Repacks each drained table whose live entries (tags in `live`) fit fewer slots a bucket
-    /// and drops those with none left (they answer nothing and receive nothing); returns how
-    /// many tables were repacked.
+    /// Drops each drained table with no live entry (tags in `live`): it answers nothing and
+    /// receives nothing, and one stopped `L` generations ago has none left. Repacks the others
+    /// whose live entries fit fewer slots a bucket; returns how many were repacked.
     pub(super) fn repack_drained(&mut self, live: u32) -> u64 {
         let mut repacked = 0;
         let mut i = 0;
