@@ -77,6 +77,17 @@ pub struct Event {
     pub seq: u64,
 }
 
+/// Opening draws a session takes: its client, its length and the gap to the next opening.
+const DRAWS_PER_SESSION: u64 = 3;
+
+/// `x.round() as u64` for every `x` (half away from zero, then saturating, NaN to 0) without a
+/// call into libm: the integer part, plus one when the exact remainder is at least a half (below
+/// 2^52 the remainder `x − ⌊x⌋` is exact; from there on `x` is an integer).
+fn round(x: f64) -> u64 {
+    let whole = x as u64;
+    whole.saturating_add(u64::from(x - whole as f64 >= 0.5))
+}
+
 /// Events of one session at most (its place fits the low 24 bits of [`Event::seq`]).
 const MAX_SESSION: u64 = 1 << 24;
 
@@ -176,10 +187,16 @@ impl Synth {
         (mix64(x.wrapping_add(0x632b_e59b_d9b4_e019)) >> 11) as f64 / (1u64 << 53) as f64
     }
 
+    /// Opening draw number `n`, uniform in [0, 1).
+    fn draw(&self, n: u64) -> f64 {
+        (mix64(n ^ self.cfg.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)) >> 11) as f64
+            / (1u64 << 53) as f64
+    }
+
+    /// The next opening draw.
     fn uniform(&mut self) -> f64 {
         self.counter += 1;
-        (mix64(self.counter ^ self.cfg.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)) >> 11) as f64
-            / (1u64 << 53) as f64
+        self.draw(self.counter)
     }
 
     fn exponential(&mut self, mean: f64) -> f64 {
@@ -200,7 +217,7 @@ impl Synth {
             let start = (self.next_session as u64).min(self.cfg.span - 1);
             let u = self.uniform();
             let client = self.popularity.client(u).min(self.cfg.clients - 1);
-            let len = (1 + self.exponential(self.cfg.session_len - 1.0).round() as u64)
+            let len = (1 + round(self.exponential(self.cfg.session_len - 1.0)))
                 .min(MAX_SESSION)
                 .min(self.cfg.records - self.planned);
             self.planned += len;
@@ -213,6 +230,12 @@ impl Synth {
             // Thinning by the diurnal rate: sessions arrive faster at the daily peak.
             let gap = self.exponential(1.0 / self.sessions_per_tick) / self.rate(self.next_session);
             self.next_session += gap.max(1e-9);
+            // The next sessions' client draws are known: ask for the CDF lines of the next one
+            // (whose guide entry the previous opening asked for) and the guide entry of the one
+            // after, so that their searches do not wait on memory.
+            self.popularity.prefetch_range(self.draw(self.counter + 1));
+            self.popularity
+                .prefetch_guide(self.draw(self.counter + 1 + DRAWS_PER_SESSION));
         }
     }
 }
@@ -233,7 +256,7 @@ impl Iterator for Synth {
                 let (tick, order) = ((k >> 64) as u64, k as u64);
                 if left > 1 {
                     let u = self.session_uniform(order, done);
-                    let gap = (-self.cfg.session_gap * (1.0 - u).ln()).round() as u64;
+                    let gap = round(-self.cfg.session_gap * (1.0 - u).ln());
                     let next = tick.saturating_add(gap).min(self.cfg.span - 1);
                     self.open
                         .push(key(next, order), (client as u32, done as u32 + 1, left - 1));
@@ -318,6 +341,45 @@ mod tests {
             Synth::keeping(cfg, |_| false).into_iter().flatten().count(),
             0
         );
+    }
+
+    /// The rounding without libm is `f64::round` then `as u64`, at halves, near them, past 2^52
+    /// and 2^64, for negative and non-finite values, and on random values of every magnitude.
+    #[test]
+    fn rounding_equals_the_standard_one() {
+        let mut edges = vec![
+            0.0,
+            -0.0,
+            0.5,
+            0.49999999999999994,
+            1.5,
+            2.5,
+            -0.5,
+            -0.49,
+            -1.5,
+            4_503_599_627_370_495.5,
+            4_503_599_627_370_496.0,
+            9_007_199_254_740_993.0,
+            18_446_744_073_709_551_615.0,
+            18_446_744_073_709_555_000.0,
+            1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ];
+        let mut state = 5;
+        for _ in 0..200_000 {
+            let bits = splitmix(&mut state);
+            edges.push(f64::from_bits(bits));
+            // a uniform mantissa at a random small scale, as the generator's draws are
+            edges.push((bits >> 11) as f64 / (1u64 << 53) as f64 * (1u64 << (bits % 40)) as f64);
+        }
+        for x in edges {
+            let n = (x + 0.5).to_bits();
+            for y in [x, f64::from_bits(n), f64::from_bits(n.wrapping_sub(1))] {
+                assert_eq!(round(y), y.round() as u64, "{y:e}");
+            }
+        }
     }
 
     /// The stream of a fixed configuration is what it has always been: a fingerprint of its

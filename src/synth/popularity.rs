@@ -1,5 +1,9 @@
 //! Client popularity: draws a client by inverting the Zipf CDF, with a guide table (Chen and
 //! Asau 1974) so that a draw searches a few neighbouring entries instead of the whole CDF.
+//! A generator knows its next draws ahead of time, so it can ask for their guide entries and CDF
+//! lines before it needs them ([`Popularity::prefetch_guide`], [`Popularity::prefetch_range`]).
+
+use chronobloom_core::prefetch::prefetch;
 
 /// Guide entries: the CDF's first index at or above each multiple of `1 / GUIDE`.
 const GUIDE: usize = 1 << 15;
@@ -34,17 +38,42 @@ impl Popularity {
         Popularity { cdf, guide }
     }
 
+    /// The guide entry a draw `u` in `[0, 1)` starts from.
+    fn guide_of(u: f64) -> usize {
+        // u · GUIDE is exact (a power of two), so j / GUIDE ≤ u < (j + 1) / GUIDE
+        ((u * GUIDE as f64) as usize).min(GUIDE - 1)
+    }
+
+    /// The CDF entries a draw `u` searches: from the guide's `j` to one past its `j + 1`.
+    fn range(&self, u: f64) -> (usize, usize) {
+        let j = Self::guide_of(u);
+        let lo = self.guide[j] as usize;
+        (lo, (self.guide[j + 1] as usize + 1).min(self.cdf.len()))
+    }
+
     /// The first index whose CDF is at least `u` (`u` in `[0, 1)`): the client of the draw `u`,
     /// equal to a binary search of the whole CDF (`cdf.len()` when `u` is above its last
     /// entry's rounding).
     pub(super) fn client(&self, u: f64) -> u64 {
-        // u · GUIDE is exact (a power of two), so j / GUIDE ≤ u < (j + 1) / GUIDE
-        let j = ((u * GUIDE as f64) as usize).min(GUIDE - 1);
-        let lo = self.guide[j] as usize;
-        let hi = (self.guide[j + 1] as usize + 1).min(self.cdf.len());
+        let (lo, hi) = self.range(u);
         // the range is sorted: counting the entries below `u` is its partition point, with loads
         // that do not wait on each other
         (lo + self.cdf[lo..hi].iter().filter(|&&c| c < u).count()) as u64
+    }
+
+    /// Asks for the guide entries a later draw `u` reads (a hint: no value changes).
+    pub(super) fn prefetch_guide(&self, u: f64) {
+        prefetch(&self.guide, Self::guide_of(u));
+    }
+
+    /// Asks for the CDF lines a later draw `u` searches, reading its guide entries (best
+    /// prefetched by [`Self::prefetch_guide`] a while before).
+    pub(super) fn prefetch_range(&self, u: f64) {
+        let (lo, hi) = self.range(u);
+        // a line holds 8 entries; a long range's later lines follow the hardware prefetcher
+        for i in (lo..hi).step_by(8).take(4) {
+            prefetch(&self.cdf, i);
+        }
     }
 }
 
