@@ -17,6 +17,9 @@ use std::collections::BTreeMap;
 /// levels' shared [`BlockRing`] (cheaper a set, and enough sets to fill it).
 const OWN_RING: usize = 4 * level::AHEAD;
 
+/// How many keys ahead of its lookup a key's remembered point is asked for.
+const RECENT_AHEAD: usize = 16;
+
 /// One step of a query's probe sequence, as a shard evaluates it: bit 0 set when the step probes
 /// a filter (it counts as a probe), bit 1 set when every probe bit the shard holds is set (always
 /// for a step without a filter, which answers "maybe").
@@ -170,10 +173,14 @@ impl MergedState {
         ) else {
             return refused;
         };
-        let mut pairs: Vec<(u64, u64, Tick, u32)> = points
-            .into_iter()
-            .map(|(lo, hi, point)| (lo, hi, point, self.recent.skip_from(lo, hi, p, point)))
-            .collect();
+        // the slot of the key `RECENT_AHEAD` places on is asked for while this one is looked up
+        let mut pairs: Vec<(u64, u64, Tick, u32)> = Vec::with_capacity(points.len());
+        for (i, &(lo, hi, point)) in points.iter().enumerate() {
+            if let Some(&(ahead, ..)) = points.get(i + RECENT_AHEAD) {
+                self.recent.prefetch(ahead);
+            }
+            pairs.push((lo, hi, point, self.recent.skip_from(lo, hi, p, point)));
+        }
         // a key's last point of the epoch (its pairs are neighbours, in point order)
         for w in pairs.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
             if let Some(&(lo, hi, point, _)) = w.last() {

@@ -5,6 +5,8 @@
 //! levels instead of all of them. The table forgets on collision; forgetting only costs
 //! inserts, and a key is matched on its whole 128-bit hash, the identity the filters use.
 
+use chronobloom_core::prefetch::prefetch;
+
 /// Slots of the table: a power of two.
 const SLOTS: usize = 1 << 14;
 
@@ -49,6 +51,13 @@ impl RecentPoints {
             }
             _ => u32::MAX,
         }
+    }
+
+    /// Asks for the slot of `lo` ahead of a [`Self::skip_from`] (a hint: no value changes). An
+    /// epoch's keys come sorted by hash and spread over the table, so the hardware does not
+    /// guess their slots.
+    pub(super) fn prefetch(&self, lo: u64) {
+        prefetch(&self.slots, Self::slot(lo));
     }
 
     /// Remembers that `(lo, hi)` was inserted at `point` of `partition` in every level held.
