@@ -283,7 +283,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             .map(|w| Bundle::with_capacity(w as u32, 0, 0))
             .collect();
         let mut ahead = InFlight::new(job.in_flight, job.in_flight_records);
-        for rec in reader.by_ref() {
+        while let Some(rec) = reader.next_hashed(seed) {
             if error.is_some() {
                 break;
             }
@@ -294,8 +294,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                     break;
                 }
             };
-            let raw = raw_bytes(&rec.key);
-            let digest = KeyHash::of(&rec.key, seed);
+            let (raw, digest) = (rec.raw_bytes, rec.digest);
             let shard = job.dedup.shard_of(digest);
             let owner = owners.get(shard as usize).map_or(me, |&o| o as usize);
             let routed = route && owner != me;
@@ -502,11 +501,6 @@ fn compact_dedup(s: &DedupStats) -> DedupStats {
         slices: Vec::new(),
         ..s.clone()
     }
-}
-
-/// The canonical bytes of a key plus 8 for its tick: a record as a user would store it.
-fn raw_bytes(key: &FlowKey) -> u64 {
-    key.canonical_len() + 8
 }
 
 /// Queries travel as positions in the query list (every process has the list); this turns them

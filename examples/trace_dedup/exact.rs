@@ -3,7 +3,6 @@
 //! passes iff its key was not seen in the window before it (same-tick repeats: the first passes).
 
 use crate::source::Plan;
-use chronobloom::core::hash::KeyHash;
 use chronobloom::trace::TraceError;
 use std::collections::HashMap;
 use std::time::Instant;
@@ -31,13 +30,13 @@ pub fn run(plan: &Plan, window: u64) -> Result<Exact, TraceError> {
     let mut out = Exact::default();
     let mut next_sweep = sweep_every;
     let mut reader = plan.reader(0, 1, None);
-    for rec in reader.by_ref() {
+    while let Some(rec) = reader.next_hashed(plan.seed) {
         let rec = rec?;
         if rec.tick >= next_sweep {
             last.retain(|_, &mut t| t + window > rec.tick);
             next_sweep = rec.tick + sweep_every;
         }
-        let h = KeyHash::of(&rec.key, plan.seed);
+        let h = rec.digest;
         let digest = u128::from(h.hi) << 64 | u128::from(h.lo);
         out.records += 1;
         match last.insert(digest, rec.tick) {

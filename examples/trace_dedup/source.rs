@@ -6,6 +6,7 @@
 
 use crate::cli::Args;
 use crate::error::JobError;
+use chronobloom::core::hash::KeyHash;
 use chronobloom::synth::{Synth, SynthConfig};
 use chronobloom::trace::{
     CsvTrace, FlowKey, FlowRecord, KeyKind, PcapTrace, Placement, Ticker, TraceError,
@@ -57,6 +58,17 @@ pub struct Rec {
     pub tick: u64,
     pub key: FlowKey,
     pub flow: FlowRecord,
+}
+
+/// One record as the timed run takes it: its position in the input, its tick, its key's digest
+/// and the size of its raw form (key and tick). Words only, so that handing it on moves words.
+#[derive(Debug, Clone, Copy)]
+pub struct Hashed {
+    pub seq: u64,
+    pub tick: u64,
+    pub digest: KeyHash,
+    /// The key's canonical bytes and an 8-byte tick: what a record is before any filter.
+    pub raw_bytes: u64,
 }
 
 /// Counts of what a reader left out.
@@ -130,10 +142,10 @@ impl Plan {
     fn first_timestamp(&self) -> Result<u64, TraceError> {
         let mut first = None;
         for i in 0..self.files() {
-            let flows = self.open(i, None)?;
-            for f in flows {
+            let mut flows = self.open(i, None)?;
+            while let Some(f) = flows.next_flow() {
                 match f {
-                    Ok((_, f)) => {
+                    Ok(f) => {
                         first = Some(first.map_or(f.ts_nanos, |x: u64| x.min(f.ts_nanos)));
                         break;
                     }
@@ -190,7 +202,8 @@ impl Plan {
         Reader {
             plan: self.clone(),
             files,
-            keep: mine.filter(|_| synthetic).map(|mine| {
+            // one worker generates the whole synthetic trace: no session is left to ask about
+            keep: mine.filter(|_| synthetic && peers > 1).map(|mine| {
                 let kind = self.key;
                 let keep: Keep = std::sync::Arc::new(move |f: &FlowRecord| mine(&f.key(kind)));
                 keep
@@ -249,8 +262,8 @@ fn expand(
 enum Flows {
     Pcap(PcapTrace),
     Csv(CsvTrace),
-    /// Flows with their place in the whole synthetic trace.
-    Synth(Box<SynthFlows>),
+    /// Events of the synthetic trace, each with its place in the whole trace.
+    Synth(Box<Synth>),
 }
 
 impl Flows {
@@ -260,17 +273,13 @@ impl Flows {
             _ => 0,
         }
     }
-}
 
-impl Iterator for Flows {
-    /// A flow, with its place in the whole input when the source knows it (the synthetic trace;
-    /// a file's is its position).
-    type Item = Result<(Option<u64>, FlowRecord), TraceError>;
-    fn next(&mut self) -> Option<Self::Item> {
+    /// The next flow (a synthetic one without its place in the trace).
+    fn next_flow(&mut self) -> Option<Result<FlowRecord, TraceError>> {
         match self {
-            Flows::Pcap(p) => p.next().map(|r| r.map(|f| (None, f))),
-            Flows::Csv(c) => c.next().map(|r| r.map(|f| (None, f))),
-            Flows::Synth(s) => s.next().map(|(seq, f)| Ok((Some(seq), f))),
+            Flows::Pcap(p) => p.next(),
+            Flows::Csv(c) => c.next(),
+            Flows::Synth(s) => s.next().map(|ev| Ok(client_flow(ev.client, ev.tick))),
         }
     }
 }
@@ -302,10 +311,15 @@ impl Reader {
     }
 }
 
-impl Iterator for Reader {
-    type Item = Result<Rec, TraceError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl Reader {
+    /// The next record as `make` builds it from its flow, its place in the input and its tick.
+    /// A synthetic flow is built here from its event's words rather than moved out of an
+    /// iterator: a flow written field by field and then copied whole stalls the copy.
+    #[inline(always)]
+    fn step<T>(
+        &mut self,
+        mut make: impl FnMut(&FlowRecord, u64, u64) -> T,
+    ) -> Option<Result<T, TraceError>> {
         loop {
             if self.current.is_none() {
                 let &file = self.files.get(self.at)?;
@@ -321,14 +335,25 @@ impl Iterator for Reader {
             }
             let (file, flows) = self.current.as_mut()?;
             let file = *file as u64;
-            let Some(next) = flows.next() else {
+            if let Flows::Synth(s) = flows {
+                let Some(ev) = s.next() else {
+                    self.current = None;
+                    continue;
+                };
+                let flow = client_flow(ev.client, ev.tick);
+                if let Some(tick) = self.place(flow.ts_nanos)? {
+                    return Some(Ok(make(&flow, ev.seq, tick)));
+                }
+                continue;
+            }
+            let Some(next) = flows.next_flow() else {
                 self.tally.not_ip += flows.not_ip();
                 self.current = None;
                 continue;
             };
             let index = self.index;
             self.index += 1;
-            let (place, flow) = match next {
+            let flow = match next {
                 Ok(f) => f,
                 Err(e) if self.plan.skip_bad && e.is_record_error() => {
                     self.skipped += 1;
@@ -340,19 +365,51 @@ impl Iterator for Reader {
                     return Some(Err(e));
                 }
             };
-            let ticker = self.ticker.as_mut()?;
-            match ticker.place(flow.ts_nanos) {
-                Placement::Tick(tick) => {
-                    return Some(Ok(Rec {
-                        seq: place.unwrap_or(file << 40 | index),
-                        tick,
-                        key: flow.key(self.plan.key),
-                        flow,
-                    }))
-                }
-                Placement::Late { .. } => self.tally.late += 1,
+            if let Some(tick) = self.place(flow.ts_nanos)? {
+                return Some(Ok(make(&flow, file << 40 | index, tick)));
             }
         }
+    }
+
+    /// The tick of a flow at `ts_nanos`, `Some(None)` when it is late (counted), `None` when
+    /// the reader has no ticker.
+    #[inline(always)]
+    fn place(&mut self, ts_nanos: u64) -> Option<Option<u64>> {
+        match self.ticker.as_mut()?.place(ts_nanos) {
+            Placement::Tick(tick) => Some(Some(tick)),
+            Placement::Late { .. } => {
+                self.tally.late += 1;
+                Some(None)
+            }
+        }
+    }
+
+    /// The next record as the timed run takes it: its key hashed with `seed` where it is read.
+    pub fn next_hashed(&mut self, seed: u64) -> Option<Result<Hashed, TraceError>> {
+        let kind = self.plan.key;
+        self.step(|flow, seq, tick| {
+            let key = flow.key(kind);
+            Hashed {
+                seq,
+                tick,
+                digest: KeyHash::of(&key, seed),
+                raw_bytes: key.canonical_len() + 8,
+            }
+        })
+    }
+}
+
+impl Iterator for Reader {
+    type Item = Result<Rec, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let kind = self.plan.key;
+        self.step(|flow, seq, tick| Rec {
+            seq,
+            tick,
+            key: flow.key(kind),
+            flow: *flow,
+        })
     }
 }
 
@@ -366,7 +423,7 @@ pub fn synthetic(
     span_ms: u64,
     steady: bool,
     keep: Option<Keep>,
-) -> chronobloom::Result<SynthFlows> {
+) -> chronobloom::Result<Synth> {
     let cfg = SynthConfig {
         records,
         span: span_ms,
@@ -381,25 +438,9 @@ pub fn synthetic(
         seed: seed.wrapping_add(1),
         ..SynthConfig::default()
     };
-    let synth = match keep {
-        Some(keep) => Synth::keeping(cfg, move |c| keep(&client_flow(c, 0)))?,
-        None => Synth::new(cfg)?,
-    };
-    Ok(SynthFlows(synth))
-}
-
-/// The synthetic trace's flows with their places: a named iterator, so that reading it is a
-/// direct call rather than one through a trait object.
-pub struct SynthFlows(Synth);
-
-impl Iterator for SynthFlows {
-    type Item = (u64, FlowRecord);
-
-    #[inline]
-    fn next(&mut self) -> Option<(u64, FlowRecord)> {
-        self.0
-            .next()
-            .map(|ev| (ev.seq, client_flow(ev.client, ev.tick)))
+    match keep {
+        Some(keep) => Synth::keeping(cfg, move |c| keep(&client_flow(c, 0))),
+        None => Synth::new(cfg),
     }
 }
 

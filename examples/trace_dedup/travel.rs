@@ -3,7 +3,7 @@
 //! they are within the process ([`NearRecord`]).
 
 use crate::bundle::{self, Bundle, Near, Wire};
-use crate::source::Rec;
+use crate::source::Hashed;
 use chronobloom::core::hash::{CanonicalBytes, Key, KeyHash};
 use chronobloom::operators::timely;
 use serde::{Deserialize, Serialize};
@@ -24,7 +24,7 @@ pub trait JobRecord: ExchangeData + Clone + Wire {
     /// The record's position in the input (0 when it carries none).
     fn seq(&self) -> u64;
     /// The position a record of `r` carries: `r.seq` or 0.
-    fn seq_of(r: &Rec) -> u64;
+    fn seq_of(r: &Hashed) -> u64;
 }
 
 impl JobRecord for KeyHash {
@@ -38,7 +38,7 @@ impl JobRecord for KeyHash {
     fn seq(&self) -> u64 {
         0
     }
-    fn seq_of(_: &Rec) -> u64 {
+    fn seq_of(_: &Hashed) -> u64 {
         0
     }
 }
@@ -54,7 +54,7 @@ impl JobRecord for (u64, KeyHash) {
     fn seq(&self) -> u64 {
         self.0
     }
-    fn seq_of(r: &Rec) -> u64 {
+    fn seq_of(r: &Hashed) -> u64 {
         r.seq
     }
 }
