@@ -42,6 +42,7 @@ mod fastmod;
 mod key;
 mod prehashed;
 mod probes;
+mod short;
 mod spread;
 
 pub use fastmod::FastMod;
