@@ -285,10 +285,9 @@ impl EpochRecords {
     pub fn dedup_points(&mut self, resolution: u64) {
         let resolution = resolution.max(1);
         let with_hi = !self.hi.is_empty();
-        let mut triples: Vec<(u64, u64, u64)> = self
-            .iter()
-            .map(|(h, t)| (h.lo, h.hi, t / resolution))
-            .collect();
+        // sized up front: the iterator cannot tell its length, and growing copies the triples
+        let mut triples: Vec<(u64, u64, u64)> = Vec::with_capacity(self.lo.len());
+        triples.extend(self.iter().map(|(h, t)| (h.lo, h.hi, t / resolution)));
         pairs::sort_dedup(&mut triples, &mut Vec::new());
         let start = self.start;
         let mut kept = EpochRecords {
