@@ -385,6 +385,9 @@ impl Reader {
     }
 
     /// The next record as the timed run takes it: its key hashed with `seed` where it is read.
+    /// Inlined into the caller's loop: returned through memory, its words were read back across
+    /// the stores that wrote them.
+    #[inline(always)]
     pub fn next_hashed(&mut self, seed: u64) -> Option<Result<Hashed, TraceError>> {
         let kind = self.plan.key;
         self.step(|flow, seq, tick| {
