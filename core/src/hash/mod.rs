@@ -15,7 +15,9 @@
 //!      fixed-width or length-prefixed, so the concatenation is prefix-free and two different tuples
 //!      never produce the same bytes.
 //! 2. **Key hash** ([`KeyHash`]). `xxh3_128_with_seed(bytes, seed)`; `lo` is the low 64 bits and
-//!    `hi` the high 64 bits of the 128-bit result. A key is hashed once per operation.
+//!    `hi` the high 64 bits of the 128-bit result. A key is hashed once per operation. A key of
+//!    9–16 bytes built from fields may be hashed from the two words XXH3 reads of its bytes
+//!    ([`KeyHash::of_words`]): the same result, without writing the bytes out first.
 //! 3. **Bucket derivation** ([`KeyHash::at`]). For temporal filters the pair (key, bucket) hashes to
 //!    `KeyHash { lo: mix64(lo ^ mix64(bucket ^ B1)), hi: mix64(hi ^ mix64(bucket ^ B2)) }`, where
 //!    `mix64` is the MurmurHash3 64-bit finalizer and `B1`, `B2` are the constants in this module.
