@@ -143,7 +143,7 @@ impl Plan {
         let mut first = None;
         for i in 0..self.files() {
             let mut flows = self.open(i, None)?;
-            while let Some(f) = flows.next_flow() {
+            while let Some(f) = flows.next_ref() {
                 match f {
                     Ok(f) => {
                         first = Some(first.map_or(f.ts_nanos, |x: u64| x.min(f.ts_nanos)));
@@ -169,18 +169,21 @@ impl Plan {
     fn open(&self, i: usize, keep: Option<Keep>) -> Result<Flows, TraceError> {
         Ok(match &self.input {
             Input::Pcap(f) => Flows::Pcap(PcapTrace::open(&f[i])?),
-            Input::Csv(f) => Flows::Csv(CsvTrace::open(&f[i])?),
+            Input::Csv(f) => Flows::Csv(CsvTrace::open(&f[i])?, FlowRecord::UNSPECIFIED),
             Input::Synthetic(n, _) => {
                 let span_ms = self.span.as_millis().max(1) as u64;
-                Flows::Synth(Box::new(
-                    synthetic(*n, self.seed, span_ms, self.steady, keep).map_err(|e| {
-                        TraceError::InvalidArgument {
-                            name: "synthetic",
-                            value: e.to_string(),
-                            expected: "a valid synthetic trace",
-                        }
-                    })?,
-                ))
+                Flows::Synth(
+                    Box::new(
+                        synthetic(*n, self.seed, span_ms, self.steady, keep).map_err(|e| {
+                            TraceError::InvalidArgument {
+                                name: "synthetic",
+                                value: e.to_string(),
+                                expected: "a valid synthetic trace",
+                            }
+                        })?,
+                    ),
+                    FlowRecord::UNSPECIFIED,
+                )
             }
         })
     }
@@ -261,9 +264,11 @@ fn expand(
 /// An open source of flows.
 enum Flows {
     Pcap(PcapTrace),
-    Csv(CsvTrace),
-    /// Events of the synthetic trace, each with its place in the whole trace.
-    Synth(Box<Synth>),
+    /// A CSV file and its last flow.
+    Csv(CsvTrace, FlowRecord),
+    /// Events of the synthetic trace, each with its place in the whole trace, and the last
+    /// event's flow.
+    Synth(Box<Synth>, FlowRecord),
 }
 
 impl Flows {
@@ -274,12 +279,19 @@ impl Flows {
         }
     }
 
-    /// The next flow (a synthetic one without its place in the trace).
-    fn next_flow(&mut self) -> Option<Result<FlowRecord, TraceError>> {
+    /// The next flow, lent where it was written (a synthetic one without its place in the
+    /// trace).
+    fn next_ref(&mut self) -> Option<Result<&FlowRecord, TraceError>> {
         match self {
-            Flows::Pcap(p) => p.next(),
-            Flows::Csv(c) => c.next(),
-            Flows::Synth(s) => s.next().map(|ev| Ok(client_flow(ev.client, ev.tick))),
+            Flows::Pcap(p) => p.next_ref(),
+            Flows::Csv(c, last) => Some(c.next()?.map(|f| {
+                *last = f;
+                &*last
+            })),
+            Flows::Synth(s, last) => s.next().map(|ev| {
+                *last = client_flow(ev.client, ev.tick);
+                Ok(&*last)
+            }),
         }
     }
 }
@@ -316,10 +328,7 @@ impl Reader {
     /// A synthetic flow is built here from its event's words rather than moved out of an
     /// iterator: a flow written field by field and then copied whole stalls the copy.
     #[inline(always)]
-    fn step<T>(
-        &mut self,
-        mut make: impl FnMut(&FlowRecord, u64, u64) -> T,
-    ) -> Option<Result<T, TraceError>> {
+    fn step<M: Make>(&mut self, make: M) -> Option<Result<M::Out, TraceError>> {
         loop {
             if self.current.is_none() {
                 let &file = self.files.get(self.at)?;
@@ -335,18 +344,18 @@ impl Reader {
             }
             let (file, flows) = self.current.as_mut()?;
             let file = *file as u64;
-            if let Flows::Synth(s) = flows {
+            if let Flows::Synth(s, _) = flows {
                 let Some(ev) = s.next() else {
                     self.current = None;
                     continue;
                 };
                 let flow = client_flow(ev.client, ev.tick);
-                if let Some(tick) = self.place(flow.ts_nanos)? {
-                    return Some(Ok(make(&flow, ev.seq, tick)));
+                if let Some(tick) = Self::place(&mut self.ticker, &mut self.tally, flow.ts_nanos)? {
+                    return Some(Ok(make.make(&flow, ev.seq, tick)));
                 }
                 continue;
             }
-            let Some(next) = flows.next_flow() else {
+            let Some(next) = flows.next_ref() else {
                 self.tally.not_ip += flows.not_ip();
                 self.current = None;
                 continue;
@@ -365,20 +374,21 @@ impl Reader {
                     return Some(Err(e));
                 }
             };
-            if let Some(tick) = self.place(flow.ts_nanos)? {
-                return Some(Ok(make(&flow, file << 40 | index, tick)));
+            if let Some(tick) = Self::place(&mut self.ticker, &mut self.tally, flow.ts_nanos)? {
+                return Some(Ok(make.make(flow, file << 40 | index, tick)));
             }
         }
     }
 
-    /// The tick of a flow at `ts_nanos`, `Some(None)` when it is late (counted), `None` when
-    /// the reader has no ticker.
+    /// The tick of a flow at `ts_nanos`, `Some(None)` when it is late (counted in `tally`),
+    /// `None` when the reader has no ticker. Of the reader's fields, not of the reader: the flow
+    /// is lent by the reader's current source meanwhile.
     #[inline(always)]
-    fn place(&mut self, ts_nanos: u64) -> Option<Option<u64>> {
-        match self.ticker.as_mut()?.place(ts_nanos) {
+    fn place(ticker: &mut Option<Ticker>, tally: &mut Tally, ts_nanos: u64) -> Option<Option<u64>> {
+        match ticker.as_mut()?.place(ts_nanos) {
             Placement::Tick(tick) => Some(Some(tick)),
             Placement::Late { .. } => {
-                self.tally.late += 1;
+                tally.late += 1;
                 Some(None)
             }
         }
@@ -390,15 +400,7 @@ impl Reader {
     #[inline(always)]
     pub fn next_hashed(&mut self, seed: u64) -> Option<Result<Hashed, TraceError>> {
         let kind = self.plan.key;
-        self.step(|flow, seq, tick| {
-            let key = flow.key(kind);
-            Hashed {
-                seq,
-                tick,
-                digest: KeyHash::of(&key, seed),
-                raw_bytes: key.canonical_len() + 8,
-            }
-        })
+        self.step(MakeHashed { kind, seed })
     }
 }
 
@@ -407,12 +409,52 @@ impl Iterator for Reader {
 
     fn next(&mut self) -> Option<Self::Item> {
         let kind = self.plan.key;
-        self.step(|flow, seq, tick| Rec {
+        self.step(MakeRec { kind })
+    }
+}
+
+/// What a reader makes of a flow, its place in the input and its tick: a method rather than a
+/// closure, so that it is always inlined into the reader's loop (a closure returning a record
+/// through memory was not, and its words were read back across the stores that wrote them).
+trait Make {
+    type Out;
+    fn make(&self, flow: &FlowRecord, seq: u64, tick: u64) -> Self::Out;
+}
+
+/// [`Hashed`] records, keys of `kind` hashed with `seed`.
+struct MakeHashed {
+    kind: KeyKind,
+    seed: u64,
+}
+
+impl Make for MakeHashed {
+    type Out = Hashed;
+    #[inline(always)]
+    fn make(&self, flow: &FlowRecord, seq: u64, tick: u64) -> Hashed {
+        Hashed {
             seq,
             tick,
-            key: flow.key(kind),
+            digest: flow.key_hash(self.kind, self.seed),
+            raw_bytes: flow.key_len(self.kind) + 8,
+        }
+    }
+}
+
+/// [`Rec`] records, keys of `kind`.
+struct MakeRec {
+    kind: KeyKind,
+}
+
+impl Make for MakeRec {
+    type Out = Rec;
+    #[inline(always)]
+    fn make(&self, flow: &FlowRecord, seq: u64, tick: u64) -> Rec {
+        Rec {
+            seq,
+            tick,
+            key: flow.key(self.kind),
             flow: *flow,
-        })
+        }
     }
 }
 

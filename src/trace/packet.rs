@@ -107,29 +107,43 @@ pub fn decode(
     frame: &[u8],
     ts_nanos: u64,
 ) -> Result<Option<FlowRecord>, PacketError> {
+    let mut record = FlowRecord::UNSPECIFIED;
+    Ok(decode_into(link, frame, ts_nanos, &mut record)?.then_some(record))
+}
+
+/// [`decode`] into `out`, field by field: `Ok(true)` when the frame is IP and `out` holds its
+/// record, `Ok(false)` when it is not IP; `out` is unchanged unless `Ok(true)`. A reader keeps
+/// one record and decodes every packet into it: a record built elsewhere and moved whole is
+/// copied by wide loads of the narrow stores that wrote it, which wait for them.
+pub(crate) fn decode_into(
+    link: LinkType,
+    frame: &[u8],
+    ts_nanos: u64,
+    out: &mut FlowRecord,
+) -> Result<bool, PacketError> {
     match link {
         LinkType::Ethernet => {
             let h = need(frame, 14, "Ethernet")?;
-            by_ethertype(be16(h, 12), &frame[14..], ts_nanos)
+            by_ethertype(be16(h, 12), &frame[14..], ts_nanos, out)
         }
         LinkType::LinuxSll => {
             let h = need(frame, 16, "Linux SLL")?;
-            by_ethertype(be16(h, 14), &frame[16..], ts_nanos)
+            by_ethertype(be16(h, 14), &frame[16..], ts_nanos, out)
         }
         LinkType::LinuxSll2 => {
             let h = need(frame, 20, "Linux SLL2")?;
-            by_ethertype(be16(h, 0), &frame[20..], ts_nanos)
+            by_ethertype(be16(h, 0), &frame[20..], ts_nanos, out)
         }
         LinkType::RawIp => {
             let h = need(frame, 1, "IP")?;
             match h[0] >> 4 {
-                4 => ipv4(frame, ts_nanos).map(Some),
-                6 => ipv6(frame, ts_nanos).map(Some),
+                4 => ipv4(frame, ts_nanos, out).map(|()| true),
+                6 => ipv6(frame, ts_nanos, out).map(|()| true),
                 found => Err(PacketError::IpVersion { found, expected: 4 }),
             }
         }
-        LinkType::Ipv4 => ipv4(frame, ts_nanos).map(Some),
-        LinkType::Ipv6 => ipv6(frame, ts_nanos).map(Some),
+        LinkType::Ipv4 => ipv4(frame, ts_nanos, out).map(|()| true),
+        LinkType::Ipv6 => ipv6(frame, ts_nanos, out).map(|()| true),
     }
 }
 
@@ -138,20 +152,36 @@ fn by_ethertype(
     mut ethertype: u16,
     mut rest: &[u8],
     ts_nanos: u64,
-) -> Result<Option<FlowRecord>, PacketError> {
+    out: &mut FlowRecord,
+) -> Result<bool, PacketError> {
     while ETHERTYPE_VLAN.contains(&ethertype) {
         let tag = need(rest, 4, "VLAN tag")?;
         ethertype = be16(tag, 2);
         rest = &rest[4..];
     }
     match ethertype {
-        ETHERTYPE_IPV4 => ipv4(rest, ts_nanos).map(Some),
-        ETHERTYPE_IPV6 => ipv6(rest, ts_nanos).map(Some),
-        _ => Ok(None),
+        ETHERTYPE_IPV4 => ipv4(rest, ts_nanos, out).map(|()| true),
+        ETHERTYPE_IPV6 => ipv6(rest, ts_nanos, out).map(|()| true),
+        _ => Ok(false),
     }
 }
 
-fn ipv4(p: &[u8], ts_nanos: u64) -> Result<FlowRecord, PacketError> {
+/// Writes a decoded packet's fields into `out` (only once nothing can fail).
+fn write(
+    out: &mut FlowRecord,
+    ts_nanos: u64,
+    (src, dst): (IpAddr, IpAddr),
+    (proto, sport, dport): (u8, u16, u16),
+) {
+    out.ts_nanos = ts_nanos;
+    out.src = src;
+    out.dst = dst;
+    out.sport = sport;
+    out.dport = dport;
+    out.proto = proto;
+}
+
+fn ipv4(p: &[u8], ts_nanos: u64, out: &mut FlowRecord) -> Result<(), PacketError> {
     let h = need(p, 20, "IPv4")?;
     let version = h[0] >> 4;
     if version != 4 {
@@ -173,17 +203,13 @@ fn ipv4(p: &[u8], ts_nanos: u64) -> Result<FlowRecord, PacketError> {
     } else {
         (0, 0)
     };
-    Ok(FlowRecord {
-        ts_nanos,
-        src: IpAddr::V4(Ipv4Addr::new(h[12], h[13], h[14], h[15])),
-        dst: IpAddr::V4(Ipv4Addr::new(h[16], h[17], h[18], h[19])),
-        sport,
-        dport,
-        proto,
-    })
+    let src = IpAddr::V4(Ipv4Addr::new(h[12], h[13], h[14], h[15]));
+    let dst = IpAddr::V4(Ipv4Addr::new(h[16], h[17], h[18], h[19]));
+    write(out, ts_nanos, (src, dst), (proto, sport, dport));
+    Ok(())
 }
 
-fn ipv6(p: &[u8], ts_nanos: u64) -> Result<FlowRecord, PacketError> {
+fn ipv6(p: &[u8], ts_nanos: u64, out: &mut FlowRecord) -> Result<(), PacketError> {
     let h = need(p, 40, "IPv6")?;
     let version = h[0] >> 4;
     if version != 6 {
@@ -192,16 +218,17 @@ fn ipv6(p: &[u8], ts_nanos: u64) -> Result<FlowRecord, PacketError> {
             expected: 6,
         });
     }
-    let record = |proto, sport, dport| FlowRecord {
-        ts_nanos,
-        src: IpAddr::V6(Ipv6Addr::from(addr16(&h[8..24]))),
-        dst: IpAddr::V6(Ipv6Addr::from(addr16(&h[24..40]))),
-        sport,
-        dport,
-        proto,
-    };
-    let mut next = h[6];
-    let mut rest = &p[40..];
+    let addrs = (
+        IpAddr::V6(Ipv6Addr::from(addr16(&h[8..24]))),
+        IpAddr::V6(Ipv6Addr::from(addr16(&h[24..40]))),
+    );
+    let transport = ipv6_transport(h[6], &p[40..])?;
+    write(out, ts_nanos, addrs, transport);
+    Ok(())
+}
+
+/// The transport protocol and ports after IPv6's extension headers, starting at header `next`.
+fn ipv6_transport(mut next: u8, mut rest: &[u8]) -> Result<(u8, u16, u16), PacketError> {
     // Every extension header is at least 8 bytes long, so this loop ends.
     loop {
         let len = match next {
@@ -214,7 +241,7 @@ fn ipv6(p: &[u8], ts_nanos: u64) -> Result<FlowRecord, PacketError> {
             44 => {
                 let e = need(rest, 8, "IPv6 fragment")?;
                 if be16(e, 2) >> 3 != 0 {
-                    return Ok(record(e[0], 0, 0));
+                    return Ok((e[0], 0, 0));
                 }
                 8
             }
@@ -230,7 +257,7 @@ fn ipv6(p: &[u8], ts_nanos: u64) -> Result<FlowRecord, PacketError> {
         rest = &rest[len..];
     }
     let (sport, dport) = ports(next, rest)?;
-    Ok(record(next, sport, dport))
+    Ok((next, sport, dport))
 }
 
 /// Source and destination port of the transport protocols that begin with them.
@@ -417,6 +444,37 @@ mod tests {
         #[test]
         fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..160), link in 0usize..6) {
             let _ = decode(LINKS[link], &bytes, 1);
+        }
+
+        /// Decoding in place gives `decode`'s record and leaves the buffer as it was when the
+        /// frame is not IP or is malformed, whatever the buffer held.
+        #[test]
+        fn decoding_in_place_equals_decode(
+            tail in proptest::collection::vec(any::<u8>(), 0..160),
+            head in prop::sample::select(vec![
+                vec![],
+                vec![0x45, 0, 0, 0, 0, 0, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2],
+                vec![0x60, 0, 0, 0, 0, 0, 17, 64],
+            ]),
+            link in 0usize..6,
+            ts in any::<u64>(),
+            held in any::<(u32, u16, u8)>(),
+        ) {
+            // an IP-like head on a raw link reaches the transport layer, and often decodes
+            let bytes = [head.as_slice(), tail.as_slice()].concat();
+            let before = FlowRecord {
+                ts_nanos: u64::from(held.0),
+                src: IpAddr::V4(Ipv4Addr::from(held.0)),
+                sport: held.1,
+                proto: held.2,
+                ..FlowRecord::UNSPECIFIED
+            };
+            let mut out = before;
+            match (decode_into(LINKS[link], &bytes, ts, &mut out), decode(LINKS[link], &bytes, ts)) {
+                (Ok(true), Ok(Some(r))) => prop_assert_eq!(out, r),
+                (Ok(false), Ok(None)) | (Err(_), Err(_)) => prop_assert_eq!(out, before),
+                (a, b) => prop_assert!(false, "in place {:?}, decode {:?}", a, b),
+            }
         }
 
         /// Bytes that start like an IP packet exercise the deeper layers.

@@ -1,4 +1,4 @@
-//! pcap and pcapng files, read with the `pcap-file` crate and decoded by [`decode`].
+//! pcap and pcapng files, read with the `pcap-file` crate and decoded by [`super::decode`].
 //!
 //! The container crate does the framing; this reader adds what it leaves out: format detection,
 //! link-type checks, the pcapng interface's timestamp resolution and offset (`if_tsresol`,
@@ -6,7 +6,7 @@
 //! error messages, and a classic-pcap path that accepts `orig_len > snaplen`, which real
 //! captures contain and `pcap-file`'s checked conversion rejects.
 
-use super::packet::{decode, LinkType, PacketError};
+use super::packet::{decode_into, LinkType, PacketError};
 use super::{FlowRecord, TraceError, TraceStats};
 use byteorder_slice::{BigEndian, LittleEndian};
 use pcap_file::pcap::PcapReader;
@@ -107,6 +107,8 @@ pub struct PcapTrace {
     offset: u64,
     stats: TraceStats,
     done: bool,
+    /// The last packet's record, decoded in place ([`PcapTrace::next_ref`]).
+    record: FlowRecord,
 }
 
 impl std::fmt::Debug for PcapTrace {
@@ -217,6 +219,7 @@ impl PcapTrace {
             offset: shb_len,
             stats: TraceStats::default(),
             done: false,
+            record: FlowRecord::UNSPECIFIED,
         })
     }
 
@@ -237,7 +240,7 @@ impl PcapTrace {
 
     /// Reads the next packet and returns its byte offset and fate; `Ok(None)` at the end of the
     /// file. Non-packet pcapng blocks are consumed on the way.
-    fn next_packet(&mut self) -> Result<Option<(u64, FlowRecordOrSkip)>, TraceError> {
+    fn next_packet(&mut self) -> Result<Option<(u64, Fate)>, TraceError> {
         loop {
             let at = self.offset;
             match &mut self.source {
@@ -261,7 +264,7 @@ impl PcapTrace {
                         .ok_or(PacketError::Record {
                             reason: "timestamp fraction is a second or more",
                         });
-                    return Ok(Some((at, packet(*link, ts, &raw.data))));
+                    return Ok(Some((at, packet(*link, ts, &raw.data, &mut self.record))));
                 }
                 Source::PcapNg { reader, interfaces } => {
                     // A section header block parses itself whatever this says, and updates it
@@ -285,10 +288,7 @@ impl PcapTrace {
                                 }
                                 _ => "packet block body is malformed",
                             };
-                            return Ok(Some((
-                                at,
-                                FlowRecordOrSkip::Bad(PacketError::Record { reason }),
-                            )));
+                            return Ok(Some((at, Fate::Bad(PacketError::Record { reason }))));
                         }
                         Err(e) => return Err(container_error(&self.path, e, "block", at)),
                     };
@@ -333,25 +333,25 @@ impl PcapTrace {
                     let ts = iface.nanos(raw_ts).ok_or(PacketError::Record {
                         reason: "timestamp beyond the year 2554",
                     });
-                    return Ok(Some((at, packet(iface.link, ts, data))));
+                    return Ok(Some((at, packet(iface.link, ts, data, &mut self.record))));
                 }
             }
         }
     }
 }
 
-/// A packet's fate before its number and offset are attached.
-enum FlowRecordOrSkip {
-    Record(FlowRecord),
+/// A packet's fate before its number and offset are attached (a record is decoded in place).
+enum Fate {
+    Record,
     NotIp,
     Bad(PacketError),
 }
 
-fn packet(link: LinkType, ts: Result<u64, PacketError>, data: &[u8]) -> FlowRecordOrSkip {
-    match ts.and_then(|ts| decode(link, data, ts)) {
-        Ok(Some(r)) => FlowRecordOrSkip::Record(r),
-        Ok(None) => FlowRecordOrSkip::NotIp,
-        Err(e) => FlowRecordOrSkip::Bad(e),
+fn packet(link: LinkType, ts: Result<u64, PacketError>, data: &[u8], out: &mut FlowRecord) -> Fate {
+    match ts.and_then(|ts| decode_into(link, data, ts, out)) {
+        Ok(true) => Fate::Record,
+        Ok(false) => Fate::NotIp,
+        Err(e) => Fate::Bad(e),
     }
 }
 
@@ -405,10 +405,11 @@ fn container_error(path: &Path, e: PcapError, what: &'static str, offset: u64) -
     }
 }
 
-impl Iterator for PcapTrace {
-    type Item = Result<FlowRecord, TraceError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl PcapTrace {
+    /// The next record, decoded in place and lent: what [`Iterator::next`] returns, without
+    /// moving the record out (a reader that hashes or routes it reads its fields where they
+    /// were written).
+    pub fn next_ref(&mut self) -> Option<Result<&FlowRecord, TraceError>> {
         while !self.done {
             match self.next_packet() {
                 Ok(None) => self.done = true,
@@ -416,15 +417,15 @@ impl Iterator for PcapTrace {
                     self.done = true;
                     return Some(Err(e));
                 }
-                Ok(Some((at, outcome))) => {
+                Ok(Some((at, fate))) => {
                     self.stats.read += 1;
-                    match outcome {
-                        FlowRecordOrSkip::Record(r) => {
+                    match fate {
+                        Fate::Record => {
                             self.stats.records += 1;
-                            return Some(Ok(r));
+                            return Some(Ok(&self.record));
                         }
-                        FlowRecordOrSkip::NotIp => self.stats.not_ip += 1,
-                        FlowRecordOrSkip::Bad(reason) => {
+                        Fate::NotIp => self.stats.not_ip += 1,
+                        Fate::Bad(reason) => {
                             self.stats.malformed += 1;
                             return Some(Err(TraceError::BadPacket {
                                 path: self.path.clone(),
@@ -438,5 +439,13 @@ impl Iterator for PcapTrace {
             }
         }
         None
+    }
+}
+
+impl Iterator for PcapTrace {
+    type Item = Result<FlowRecord, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_ref().map(|r| r.copied())
     }
 }

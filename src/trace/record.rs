@@ -139,11 +139,10 @@ impl FlowKey {
     /// Bytes of the canonical encoding ([`Key::write_canonical`]: an address is a tag byte and 4
     /// or 16 octets, ports 2 bytes each, the protocol 1), without writing it.
     pub fn canonical_len(&self) -> u64 {
-        let addr = |a: &IpAddr| if a.is_ipv4() { 5 } else { 17 };
         match self {
-            FlowKey::Src(a) => addr(a),
-            FlowKey::Pair(a, b) => addr(a) + addr(b),
-            FlowKey::FiveTuple(a, b, ..) => addr(a) + addr(b) + 5,
+            FlowKey::Src(a) => canonical_addr_len(a),
+            FlowKey::Pair(a, b) => canonical_addr_len(a) + canonical_addr_len(b),
+            FlowKey::FiveTuple(a, b, ..) => canonical_addr_len(a) + canonical_addr_len(b) + 5,
         }
     }
 
@@ -238,6 +237,33 @@ impl<'de> Deserialize<'de> for FlowKey {
     }
 }
 
+/// Canonical bytes of an address: a tag byte and 4 or 16 octets.
+fn canonical_addr_len(a: &IpAddr) -> u64 {
+    if a.is_ipv4() {
+        5
+    } else {
+        17
+    }
+}
+
+/// The hash of an IPv4 5-tuple key: its 15 canonical bytes `4 a 4 b sport dport proto` (ports
+/// little-endian) as the two words XXH3 reads of them, bytes 0..8 and 7..15.
+#[inline]
+fn v4_five_tuple_hash(
+    a: std::net::Ipv4Addr,
+    b: std::net::Ipv4Addr,
+    sport: u16,
+    dport: u16,
+    proto: u8,
+    seed: u64,
+) -> KeyHash {
+    let a = u64::from(u32::from_le_bytes(a.octets()));
+    let b = u64::from(u32::from_le_bytes(b.octets()));
+    let first = 4 | a << 8 | 4 << 40 | b << 48;
+    let last = b >> 8 | u64::from(sport) << 24 | u64::from(dport) << 40 | u64::from(proto) << 56;
+    KeyHash::of_words::<15>(first, last, seed)
+}
+
 impl Key for FlowKey {
     /// The canonical encoding of the underlying tuple; the kinds never share a filter, so no tag
     /// is written.
@@ -256,13 +282,7 @@ impl Key for FlowKey {
     #[inline]
     fn key_hash(&self, seed: u64) -> KeyHash {
         if let FlowKey::FiveTuple(IpAddr::V4(a), IpAddr::V4(b), sp, dp, pr) = *self {
-            // the common key: its 15 bytes `4 a 4 b sport dport proto` (ports little-endian) as
-            // the two words XXH3 reads of them, bytes 0..8 and 7..15
-            let a = u64::from(u32::from_le_bytes(a.octets()));
-            let b = u64::from(u32::from_le_bytes(b.octets()));
-            let first = 4 | a << 8 | 4 << 40 | b << 48;
-            let last = b >> 8 | u64::from(sp) << 24 | u64::from(dp) << 40 | u64::from(pr) << 56;
-            return KeyHash::of_words::<15>(first, last, seed);
+            return v4_five_tuple_hash(a, b, sp, dp, pr, seed);
         }
         let mut buf = Canonical {
             bytes: [0; 40],
@@ -316,6 +336,62 @@ impl Canonical {
 }
 
 impl FlowRecord {
+    /// A record of no packet (unspecified IPv4 addresses, zero time, ports and protocol): a
+    /// buffer to decode packets into.
+    pub const UNSPECIFIED: FlowRecord = FlowRecord {
+        ts_nanos: 0,
+        src: IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+        dst: IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+        sport: 0,
+        dport: 0,
+        proto: 0,
+    };
+
+    /// The hash of the record's key of the given kind: `self.key(kind).key_hash(seed)`, read
+    /// from the record's fields in place (an IPv4 5-tuple without copying its addresses).
+    ///
+    /// ```
+    /// use chronobloom::core::hash::Key;
+    /// use chronobloom::trace::{FlowRecord, KeyKind};
+    /// let r = FlowRecord {
+    ///     ts_nanos: 0,
+    ///     src: "10.0.0.1".parse().unwrap(),
+    ///     dst: "10.0.0.2".parse().unwrap(),
+    ///     sport: 1234,
+    ///     dport: 80,
+    ///     proto: 6,
+    /// };
+    /// for kind in [KeyKind::Src, KeyKind::Pair, KeyKind::FiveTuple] {
+    ///     assert_eq!(r.key_hash(kind, 7), r.key(kind).key_hash(7));
+    /// }
+    /// ```
+    #[inline]
+    pub fn key_hash(&self, kind: KeyKind, seed: u64) -> KeyHash {
+        if let (KeyKind::FiveTuple, IpAddr::V4(a), IpAddr::V4(b)) = (kind, &self.src, &self.dst) {
+            return v4_five_tuple_hash(*a, *b, self.sport, self.dport, self.proto, seed);
+        }
+        self.key(kind).key_hash(seed)
+    }
+
+    /// Bytes of the record's key of the given kind in canonical form:
+    /// `self.key(kind).canonical_len()`, read from the record's fields in place.
+    ///
+    /// ```
+    /// use chronobloom::trace::{FlowRecord, KeyKind};
+    /// let r = FlowRecord { src: "2001:db8::1".parse().unwrap(), ..FlowRecord::UNSPECIFIED };
+    /// for kind in [KeyKind::Src, KeyKind::Pair, KeyKind::FiveTuple] {
+    ///     assert_eq!(r.key_len(kind), r.key(kind).canonical_len());
+    /// }
+    /// ```
+    #[inline]
+    pub fn key_len(&self, kind: KeyKind) -> u64 {
+        match kind {
+            KeyKind::Src => canonical_addr_len(&self.src),
+            KeyKind::Pair => canonical_addr_len(&self.src) + canonical_addr_len(&self.dst),
+            KeyKind::FiveTuple => canonical_addr_len(&self.src) + canonical_addr_len(&self.dst) + 5,
+        }
+    }
+
     /// The record's key of the given kind.
     ///
     /// ```
@@ -405,6 +481,25 @@ mod tests {
             let mut bytes = CanonicalBytes::new();
             k.write_canonical(&mut bytes);
             prop_assert_eq!(k.key_hash(seed), KeyHash::of_bytes(bytes.as_slice(), seed));
+        }
+
+        /// A record's key hash and length read in place are its key's, for every kind and
+        /// either address family on either side.
+        #[test]
+        fn a_record_hashes_as_its_key(
+            a in any::<u128>(), b in any::<u128>(), v6 in any::<(bool, bool)>(),
+            sport in any::<u16>(), dport in any::<u16>(), proto in any::<u8>(), seed in any::<u64>(),
+        ) {
+            let addr = |x: u128, six: bool| if six {
+                IpAddr::V6(std::net::Ipv6Addr::from(x))
+            } else {
+                IpAddr::V4(std::net::Ipv4Addr::from(x as u32))
+            };
+            let r = FlowRecord { ts_nanos: 0, src: addr(a, v6.0), dst: addr(b, v6.1), sport, dport, proto };
+            for kind in [KeyKind::Src, KeyKind::Pair, KeyKind::FiveTuple] {
+                prop_assert_eq!(r.key_hash(kind, seed), r.key(kind).key_hash(seed));
+                prop_assert_eq!(r.key_len(kind), r.key(kind).canonical_len());
+            }
         }
     }
 
