@@ -174,8 +174,15 @@ impl LocalState {
         let holds = |dest: usize| {
             !sharded || (0..levels).any(|l| self.config.level_owner(l, peers) == dest)
         };
+        // the last holder takes the log itself, the others a copy
+        let last_holder = (0..peers).rev().find(|&dest| holds(dest));
+        let mut log = log;
         let records_to: Vec<Option<EpochRecords>> = (0..peers)
-            .map(|dest| log.clone().filter(|_| holds(dest)))
+            .map(|dest| match last_holder {
+                Some(last) if dest == last => log.take(),
+                _ if holds(dest) => log.clone(),
+                _ => None,
+            })
             .collect();
         stats.bytes_sent = per_dest
             .iter()
