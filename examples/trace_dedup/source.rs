@@ -145,7 +145,7 @@ impl Plan {
             let mut flows = self.open(i, None)?;
             while let Some(f) = flows.next_ref() {
                 match f {
-                    Ok(f) => {
+                    Ok((_, f)) => {
                         first = Some(first.map_or(f.ts_nanos, |x: u64| x.min(f.ts_nanos)));
                         break;
                     }
@@ -280,17 +280,19 @@ impl Flows {
     }
 
     /// The next flow, lent where it was written (a synthetic one without its place in the
-    /// trace).
-    fn next_ref(&mut self) -> Option<Result<&FlowRecord, TraceError>> {
+    /// trace), with its place in the whole input when the source knows it (the synthetic
+    /// trace's; a file's is its position).
+    #[inline(always)]
+    fn next_ref(&mut self) -> Option<Result<(Option<u64>, &FlowRecord), TraceError>> {
         match self {
-            Flows::Pcap(p) => p.next_ref(),
+            Flows::Pcap(p) => Some(p.next_ref()?.map(|f| (None, f))),
             Flows::Csv(c, last) => Some(c.next()?.map(|f| {
                 *last = f;
-                &*last
+                (None, &*last)
             })),
             Flows::Synth(s, last) => s.next().map(|ev| {
                 *last = client_flow(ev.client, ev.tick);
-                Ok(&*last)
+                Ok((Some(ev.seq), &*last))
             }),
         }
     }
@@ -325,8 +327,8 @@ impl Reader {
 
 impl Reader {
     /// The next record as `make` builds it from its flow, its place in the input and its tick.
-    /// A synthetic flow is built here from its event's words rather than moved out of an
-    /// iterator: a flow written field by field and then copied whole stalls the copy.
+    /// Every source lends its flow where it was written rather than moving it out: a flow
+    /// written field by field and then copied whole stalls the copy.
     #[inline(always)]
     fn step<M: Make>(&mut self, make: M) -> Option<Result<M::Out, TraceError>> {
         loop {
@@ -344,17 +346,6 @@ impl Reader {
             }
             let (file, flows) = self.current.as_mut()?;
             let file = *file as u64;
-            if let Flows::Synth(s, _) = flows {
-                let Some(ev) = s.next() else {
-                    self.current = None;
-                    continue;
-                };
-                let flow = client_flow(ev.client, ev.tick);
-                if let Some(tick) = Self::place(&mut self.ticker, &mut self.tally, flow.ts_nanos)? {
-                    return Some(Ok(make.make(&flow, ev.seq, tick)));
-                }
-                continue;
-            }
             let Some(next) = flows.next_ref() else {
                 self.tally.not_ip += flows.not_ip();
                 self.current = None;
@@ -362,7 +353,7 @@ impl Reader {
             };
             let index = self.index;
             self.index += 1;
-            let flow = match next {
+            let (place, flow) = match next {
                 Ok(f) => f,
                 Err(e) if self.plan.skip_bad && e.is_record_error() => {
                     self.skipped += 1;
@@ -375,7 +366,11 @@ impl Reader {
                 }
             };
             if let Some(tick) = Self::place(&mut self.ticker, &mut self.tally, flow.ts_nanos)? {
-                return Some(Ok(make.make(flow, file << 40 | index, tick)));
+                return Some(Ok(make.make(
+                    flow,
+                    place.unwrap_or(file << 40 | index),
+                    tick,
+                )));
             }
         }
     }
