@@ -196,8 +196,15 @@ impl MergedState {
             if !held(&part.levels[l]) {
                 continue;
             }
-            if l > at {
-                pairs.iter_mut().for_each(|r| r.2 >>= l - at);
+            // A pair whose bits are set from a level at or below this one (`set_from ≤ l`)
+            // needs no insert from here on: it is dropped, so the coarse levels, which most
+            // of a session's pairs need none of, go over the few pairs left.
+            let shift = l - at;
+            pairs.retain_mut(|r| {
+                r.2 >>= shift;
+                (l as u32) < r.3
+            });
+            if shift > 0 {
                 // a merged pair is inserted while any of the pairs it stands for needs it
                 pairs.dedup_by(|b, a| {
                     let same = (a.0, a.1, a.2) == (b.0, b.1, b.2);
@@ -208,17 +215,16 @@ impl MergedState {
                 });
                 at = l;
             }
-            // Each distinct `(lo, hi, bucket, set_from)` pair whose bits are not set from a
-            // level at or below this one (`set_from ≤ l`), at its bucket of this level.
+            if pairs.is_empty() {
+                break;
+            }
+            // Each distinct `(lo, hi, bucket)` pair left, at its bucket of this level.
             let first = lo_tick >> l;
             let mixes: Vec<BucketMix> = (first..=hi_tick >> l).map(BucketMix::of).collect();
-            let hashes = pairs
-                .iter()
-                .filter(|r| (l as u32) < r.3)
-                .filter_map(|&(lo, hi, b, _)| {
-                    let mix = mixes.get((b - first) as usize)?;
-                    Some(KeyHash { lo, hi }.at_mixed(*mix))
-                });
+            let hashes = pairs.iter().filter_map(|&(lo, hi, b, _)| {
+                let mix = mixes.get((b - first) as usize)?;
+                Some(KeyHash { lo, hi }.at_mixed(*mix))
+            });
             match part.levels[l].blocks() {
                 Some(blocks) if pairs.len() >= OWN_RING => {
                     part.levels[l].insert_blocks(hashes, blocks);
