@@ -153,46 +153,37 @@ impl ShardFilter {
         }
     }
 
-    /// Inserts each item's key at `now` and hands the item to `done` with what was found. The
-    /// state reached does not depend on the items' order (so `ByKey` decides identically for
-    /// any number of workers). `absent(item)` true promises the item's key was not seen at `now`
-    /// before these inserts (it spares the compact filter a look-up). Fails when `now` is before
-    /// an earlier insertion's generation (the operator never does that) or when the compact
-    /// filter needs a larger table than memory holds (the operator counts the keys unplaced).
+    /// Inserts each item's key at `now` and hands the item to `done` with what was found,
+    /// leaving `items` empty. The state reached does not depend on the items' order (so `ByKey`
+    /// decides identically for any number of workers). `absent(item)` true promises the item's
+    /// key was not seen at `now` before these inserts (it spares the compact filter a look-up).
+    /// Fails when `now` is before an earlier insertion's generation (the operator never does
+    /// that) or when the compact filter needs a larger table than memory holds (the operator
+    /// counts the keys unplaced).
     #[inline]
-    pub fn insert_each<T, I, A, F>(
+    pub fn insert_batch<T, A, F>(
         &mut self,
-        items: I,
+        items: &mut Vec<(T, u64)>,
         now: Tick,
         absent: A,
         mut done: F,
     ) -> Result<()>
     where
-        I: Iterator<Item = (T, u64)>,
         A: Fn(&T) -> bool,
         F: FnMut(T, Found),
     {
         match self {
             ShardFilter::Compact(f) => {
-                let mut items = items;
-                let mut done = |item, prior| {
+                let done = |item, prior| {
                     let found = match prior {
                         Prior::Current => Found::Recent,
                         Prior::New | Prior::Older => Found::Other,
                     };
                     done(item, found);
                 };
-                // a sparse stream's ticks hold one key a shard: no buffer for those
-                if items.size_hint().1 == Some(1) {
-                    if let Some((item, hash)) = items.next() {
-                        f.insert_one_with(item, hash, now, absent, &mut done)?;
-                    }
-                } else {
-                    let mut batch: Vec<(T, u64)> = items.collect();
-                    f.insert_batch_with(&mut batch, now, absent, &mut done)?;
-                }
+                f.insert_batch_with(items, now, absent, done)?;
             }
-            ShardFilter::ExactEdge(f) => f.insert_each(items, now, |item, before| {
+            ShardFilter::ExactEdge(f) => f.insert_each(items.drain(..), now, |item, before| {
                 let found = if before == Some(now) {
                     Found::Recent
                 } else {

@@ -9,6 +9,8 @@ use crate::temporal::Tick;
 const YOUNG_REPEATS: u64 = 8;
 /// How far ahead of the key being placed a batch insertion requests a key's buckets.
 const PLACE_AHEAD: usize = 8;
+/// Items of a batch whose findings are kept on the stack (a larger batch allocates for them).
+const STACK_BATCH: usize = 64;
 
 impl TaggedCuckooFilter {
     /// Inserts the key with 64-bit hash `hash` at `now` (not before the latest insertion's
@@ -68,37 +70,77 @@ impl TaggedCuckooFilter {
         }
         self.observe(now)?;
         let (tag, live) = self.tags(now);
-        let mut fresh = Vec::with_capacity(items.len());
-        for (item, hash) in items.drain(..) {
-            match self.refresh_live(&item, hash, tag, live, &absent) {
-                Some(prior) => done(item, prior),
-                None => fresh.push((item, hash)),
+        // In the order of their hashes (a dedup operator's tick comes in it), the items are
+        // re-tagged or found new in place, and then handed on or placed in one more pass: nothing
+        // is moved but to `done`, and a small batch allocates nothing.
+        if !items.is_sorted_by_key(|&(_, hash)| hash) {
+            order::sort_by_hash(items);
+        }
+        let mut on_stack = [None; STACK_BATCH];
+        let mut on_heap = Vec::new();
+        let found: &mut [Option<Prior>] = match on_stack.get_mut(..items.len()) {
+            Some(f) => f,
+            None => {
+                on_heap.resize(items.len(), None);
+                &mut on_heap
+            }
+        };
+        for (f, (item, hash)) in found.iter_mut().zip(items.iter()) {
+            *f = self.refresh_live(item, *hash, tag, live, &absent);
+        }
+        // the distinct keys to place (repeats of a key are neighbours and take one slot)
+        let mut distinct = 0u64;
+        let mut last = None;
+        for (_, hash) in items
+            .iter()
+            .zip(found.iter())
+            .filter(|(_, f)| f.is_none())
+            .map(|(x, _)| x)
+        {
+            if last != Some(*hash) {
+                distinct += 1;
+                last = Some(*hash);
             }
         }
-        if !fresh.is_sorted_by_key(|&(_, hash)| hash) {
-            order::sort_by_hash(&mut fresh);
-        }
-        // the distinct keys to place (repeats of a key sit side by side and take one slot)
-        let distinct = fresh.chunk_by(|a, b| a.1 == b.1).count() as u64;
-        self.make_room(now, distinct)?;
+        // After an error the re-tagged items still go to `done`; the others are not inserted.
+        let mut result = self.make_room(now, distinct);
         let mut previous = None;
-        // The buckets of the key `PLACE_AHEAD` places on are requested while this one is placed
-        // (the check brought them near, not into the first-level cache).
-        let ahead: Vec<u64> = fresh.iter().skip(PLACE_AHEAD).map(|&(_, h)| h).collect();
-        for (j, (item, hash)) in fresh.into_iter().enumerate() {
-            if let Some(&h) = ahead.get(j) {
+        let mut rest = items.drain(..);
+        let mut j = 0;
+        while let Some((item, hash)) = rest.next() {
+            let prior = found.get(j).copied().flatten();
+            j += 1;
+            if let Some(prior) = prior {
+                done(item, prior);
+                continue;
+            }
+            if result.is_err() {
+                continue;
+            }
+            // The buckets of the item `PLACE_AHEAD` places on, when it is placed too, are
+            // requested while this one is (the check brought them near, not into the
+            // first-level cache).
+            if let (Some(&(_, h)), Some(None)) = (
+                rest.as_slice().get(PLACE_AHEAD - 1),
+                found.get(j - 1 + PLACE_AHEAD),
+            ) {
                 self.prefetch(h);
             }
             // a repeat of the key just placed is current, even if the table grew in between
-            let prior = if previous == Some(hash) {
-                Prior::Current
+            let placed = if previous == Some(hash) {
+                Ok(Prior::Current)
             } else {
-                self.place(hash, now, tag, live, true)?
+                self.place(hash, now, tag, live, true)
             };
-            previous = Some(hash);
-            done(item, prior);
+            match placed {
+                Ok(prior) => {
+                    previous = Some(hash);
+                    done(item, prior);
+                }
+                Err(e) => result = Err(e),
+            }
         }
-        Ok(())
+        result
     }
 
     /// [`insert_batch_with`](Self::insert_batch_with) of one item, without the batch's buffers

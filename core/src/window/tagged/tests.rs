@@ -615,3 +615,36 @@ fn a_repacked_active_table_is_refused() {
     let e = bincode::deserialize::<TaggedCuckooFilter>(&bincode::serialize(&f).unwrap());
     assert!(e.unwrap_err().to_string().contains("repacked"));
 }
+
+proptest! {
+    /// A batch's state and findings do not depend on the order of its items: keys live before
+    /// it (re-tagged), new keys, repeats of both, in any order, large and small batches (the
+    /// findings of a small one are kept on the stack, of a large one on the heap).
+    #[test]
+    fn a_batch_does_not_depend_on_its_order(
+        before in proptest::collection::vec(0u64..300, 0..200),
+        batch in proptest::collection::vec(0u64..400, 1..200),
+        shuffle in any::<u64>(),
+    ) {
+        let mut a = TaggedCuckooFilter::new(60, 3, 0.01, 5).unwrap();
+        for (i, &k) in before.iter().enumerate() {
+            a.insert_fingerprint(h(k), i as u64 / 50).unwrap();
+        }
+        let mut b = a.clone();
+        let items: Vec<(u64, u64)> = batch.iter().map(|&k| (k, h(k))).collect();
+        let mut shuffled = items.clone();
+        let mut s = shuffle;
+        for i in (1..shuffled.len()).rev() {
+            s = mix64(s);
+            shuffled.swap(i, (s % (i as u64 + 1)) as usize);
+        }
+        let (mut fa, mut fb) = (Vec::new(), Vec::new());
+        a.insert_batch(&mut items.clone(), 10, |k, p| fa.push((k, p))).unwrap();
+        b.insert_batch(&mut shuffled, 10, |k, p| fb.push((k, p))).unwrap();
+        fa.sort();
+        fb.sort();
+        prop_assert_eq!(fa.len(), batch.len());
+        prop_assert_eq!(fa, fb);
+        prop_assert_eq!(a, b);
+    }
+}

@@ -74,6 +74,9 @@ pub(super) struct DecideState<D> {
     /// `(tick, fingerprint)` of the epoch being decided whose key may have occurred earlier in
     /// the same tick.
     repeats: Vec<(Tick, u64)>,
+    /// One tick's records of a shard as they are inserted (emptied by each insert, kept for
+    /// its buffer).
+    batch: Vec<((usize, u64), u64)>,
     /// Resolves the same-tick repeats, with its map and buffers kept between epochs.
     same_tick: SameTick,
     /// The order an epoch's records (or a view delta's keys) are decided (inserted) in.
@@ -119,6 +122,7 @@ impl<D: ExchangeData> DecideState<D> {
             fp,
             fresh: Vec::new(),
             repeats: Vec::new(),
+            batch: Vec::new(),
             same_tick: SameTick::default(),
             order: EpochOrder::default(),
             last_epoch_len: 0,
@@ -309,8 +313,10 @@ impl<D: ExchangeData> DecideState<D> {
                 for s in segment {
                     f.prefetch(s.fp);
                 }
-                let items = segment.iter().map(|s| ((), s.fp));
-                if f.insert_each(items, last, |_| false, |(), _| {}).is_err() {
+                let mut items: Vec<((), u64)> = segment.iter().map(|s| ((), s.fp)).collect();
+                if f.insert_batch(&mut items, last, |_| false, |(), _| {})
+                    .is_err()
+                {
                     self.unplaced = self.unplaced.saturating_add(segment.len() as u64);
                 }
             }
@@ -347,6 +353,7 @@ impl<D: ExchangeData> DecideState<D> {
         fresh.resize(records.len(), true);
         let mut repeats = std::mem::take(&mut self.repeats);
         repeats.clear();
+        let mut batch = std::mem::take(&mut self.batch);
         for (shard, segment) in order.segments() {
             let slot = &mut self.shards[shard];
             if slot.is_none() {
@@ -372,10 +379,10 @@ impl<D: ExchangeData> DecideState<D> {
                     (s.i, s.fp)
                 });
                 view.seen_each(checked, t, |i, seen| fresh[i] = !seen);
-                let items = run.iter().map(|s| ((s.i, s.fp), s.fp));
+                batch.extend(run.iter().map(|s| ((s.i, s.fp), s.fp)));
                 // a record not seen before the tick has no live entry yet
                 let absent = |&(i, _): &(usize, u64)| fresh[i];
-                let placed = f.insert_each(items, t, absent, |(i, fp), found| {
+                let placed = f.insert_batch(&mut batch, t, absent, |(i, fp), found| {
                     if found == Found::Recent && fresh[i] {
                         repeats.push((t, fp));
                     }
@@ -386,6 +393,8 @@ impl<D: ExchangeData> DecideState<D> {
             }
         }
         self.order = order;
+        batch.clear();
+        self.batch = batch;
         let same_tick = self
             .same_tick
             .resolve(&records, &stamps, &repeats, &mut fresh, &self.key);
