@@ -124,8 +124,9 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = IndexLayout::Blocked)]
     pub index_layout: IndexLayout,
     /// When one worker reads a single capture alone: its part of the dedup shards, in percent
-    /// of every other worker's (reading is its extra load).
-    #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u32).range(1..=100))]
+    /// of every other worker's (reading is its extra load; at 100, the default, an even part:
+    /// the other worker holds every index level).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub reader_share: u32,
     /// When one worker reads a single capture alone: its part of the index levels, in percent
     /// of every other worker's. At 0 it holds none, so no worker ships it the records it read
