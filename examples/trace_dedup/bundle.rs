@@ -57,11 +57,12 @@ impl<A: Wire, B: Wire> Wire for (A, B) {
     }
 }
 
-/// A record in the form a worker of the reader's own process takes it (its key hashed already),
-/// and the record as read, which is what travels when its bundle is serialized after all.
+/// A record in the form a worker of the reader's own process takes it (its key hashed already,
+/// its tick whole), and the record as read, which is what travels when its bundle is serialized
+/// after all.
 pub trait Near<R> {
-    /// The record as read.
-    fn as_read(&self) -> R;
+    /// The record as read, in a bundle whose offsets count from `base`.
+    fn as_read(&self, base: u64) -> R;
 }
 
 /// Records for worker `dest`: `records` as read, hashed where they land, and `near` ones in the
@@ -72,6 +73,9 @@ pub trait Near<R> {
 #[derive(Debug, Clone)]
 pub struct Bundle<R, N> {
     pub dest: u32,
+    /// The time the records' offsets count from: the reader's input time when it is sent (not
+    /// on the wire: the receiver's timestamp is that time).
+    pub base: u64,
     pub records: Vec<R>,
     pub near: Vec<N>,
 }
@@ -81,6 +85,7 @@ impl<R, N> Bundle<R, N> {
     pub fn with_capacity(dest: u32, records: usize, near: usize) -> Self {
         Bundle {
             dest,
+            base: 0,
             records: Vec::with_capacity(records),
             near: Vec::with_capacity(near),
         }
@@ -109,7 +114,7 @@ impl<R: Wire, N: Near<R>> Serialize for Bundle<R, N> {
             r.put(&mut bytes);
         }
         for n in &self.near {
-            n.as_read().put(&mut bytes);
+            n.as_read(self.base).put(&mut bytes);
         }
         s.serialize_bytes(&bytes)
     }
@@ -133,6 +138,7 @@ impl<'de, R: Wire, N> Deserialize<'de> for Bundle<R, N> {
                 }
                 Ok(Bundle {
                     dest,
+                    base: 0,
                     records,
                     near: Vec::new(),
                 })
@@ -149,23 +155,26 @@ mod tests {
     /// A record in the tests: an offset and a value.
     type Rec = (u32, u64);
 
-    /// A near record in the tests: the record as read, tagged so that a test can tell it was
-    /// converted.
+    /// A near record in the tests: its whole tick and a value, tagged so that a test can tell
+    /// it was converted.
     #[derive(Debug, Clone, Copy, PartialEq)]
-    struct Tagged(u32, u64);
+    struct Tagged(u64, u64);
 
     impl Near<Rec> for Tagged {
-        fn as_read(&self) -> Rec {
-            (self.0, self.1)
+        fn as_read(&self, base: u64) -> Rec {
+            ((self.0 - base) as u32, self.1)
         }
     }
 
+    /// `n` records as read at offsets `0..n`, then `near` near ones at offsets `n..` (ticks from
+    /// a base of 1,000).
     fn bundle(n: u32, near: u32) -> Bundle<Rec, Tagged> {
         Bundle {
             dest: 3,
+            base: 1_000,
             records: (0..n).map(|i| (i, u64::from(i) << 40)).collect(),
             near: (n..n + near)
-                .map(|i| Tagged(i, u64::from(i) << 40))
+                .map(|i| Tagged(1_000 + u64::from(i), u64::from(i) << 40))
                 .collect(),
         }
     }

@@ -149,30 +149,29 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 let (x_in, sent) = scope.new_input::<Vec<Sent<D>>>();
                 let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
                 let (t_in, tallies) = scope.new_input::<Vec<WorkerTally>>();
-                let records =
-                    kept.concat(sent.exchange(|b: &Sent<D>| u64::from(b.dest)).unary(
-                        Pipeline,
-                        "Landed",
-                        move |_, _| {
-                            move |input, output| {
-                                input.for_each_stamp(|cap, data| {
-                                    let Some(&start) = cap.least() else { return };
-                                    let mut session = output.session(&cap);
-                                    for bundle in data.flat_map(|batch| batch.drain(..)) {
-                                        session.give_iterator(bundle.records.into_iter().map(
-                                            |(offset, d)| {
-                                                let local = Local::new(d.seq(), seed, d.digest());
-                                                (start + u64::from(offset), local)
-                                            },
-                                        ));
-                                        session.give_iterator(bundle.near.into_iter().map(
-                                            |(offset, local)| (start + u64::from(offset), local),
-                                        ));
+                let records = kept.concat(sent.exchange(|b: &Sent<D>| u64::from(b.dest)).unary(
+                    Pipeline,
+                    "Landed",
+                    move |_, _| {
+                        move |input, output| {
+                            input.for_each_stamp(|cap, data| {
+                                let Some(&start) = cap.least() else { return };
+                                let mut session = output.session(&cap);
+                                for mut bundle in data.flat_map(|batch| batch.drain(..)) {
+                                    session.give_iterator(bundle.records.into_iter().map(
+                                        |(offset, d)| {
+                                            let local = Local::new(d.seq(), seed, d.digest());
+                                            (start + u64::from(offset), local)
+                                        },
+                                    ));
+                                    if !bundle.near.is_empty() {
+                                        session.give_container(&mut bundle.near);
                                     }
-                                });
-                            }
-                        },
-                    ));
+                                }
+                            });
+                        }
+                    },
+                ));
                 let key = |d: &Local| *d;
                 let keyed = records.clone();
                 let queries = resolve(queries, &job.queries);
@@ -372,10 +371,10 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             let seq = D::seq_of(&rec);
             let local = Local::new(seq, seed, digest);
             if let Some(bundle) = sent.get_mut(owner).filter(|_| routed) {
-                let offset = advance.offset(rec.tick);
                 if owner / threads == me / threads {
-                    bundle.near.push((offset, local));
+                    bundle.near.push((rec.tick, local));
                 } else {
+                    let offset = advance.offset(rec.tick);
                     bundle.records.push((offset, D::from_parts(seq, digest)));
                 }
                 if bundle.len() == BATCH {

@@ -5,6 +5,7 @@
 use crate::bundle::{self, Bundle, Near, Wire};
 use crate::source::Hashed;
 use chronobloom::core::hash::{CanonicalBytes, Key, KeyHash};
+use chronobloom::core::temporal::Tick;
 use chronobloom::operators::timely;
 use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
@@ -86,6 +87,7 @@ pub fn send_bundle<D: JobRecord>(
         room(bundle.records.len()),
         room(bundle.near.len()),
     );
+    bundle.base = *input.time();
     input.send(std::mem::replace(bundle, next));
     input.flush();
     bundle::OVERHEAD_BYTES
@@ -113,16 +115,17 @@ pub type Routed<D> = (u32, D);
 /// Serialized bytes of a routed record's offset.
 pub const ROUTE_BYTES: u64 = 4;
 
-/// A routed record for a worker of the reader's own process: its offset and the record as the
-/// operators take it ([`Bundle`]).
-pub type NearRecord = (u32, Local);
+/// A routed record for a worker of the reader's own process, as the operators take it: its tick
+/// and the record ([`Bundle`]; a bundle of them lands whole, without a pass over its records).
+pub type NearRecord = (Tick, Local);
 
 /// The records a reader routes to one worker.
 pub type Sent<D> = Bundle<Routed<D>, NearRecord>;
 
 impl<D: JobRecord> Near<Routed<D>> for NearRecord {
-    fn as_read(&self) -> Routed<D> {
-        (self.0, D::from_parts(self.1.seq, self.1.digest))
+    fn as_read(&self, base: u64) -> Routed<D> {
+        let offset = u32::try_from(self.0.saturating_sub(base)).unwrap_or(u32::MAX);
+        (offset, D::from_parts(self.1.seq, self.1.digest))
     }
 }
 
