@@ -6,7 +6,9 @@
 #   w2      trace_dedup -w 2
 #   n2      two processes over loopback (-n 2 -p 0|1 -h HOSTFILE), one worker each
 # every run under GNU time (/usr/bin/time -v: wall clock, maximum resident set size) and with
-# --json (the last JSON line of stdout). Prints a Markdown table.
+# --json (the last JSON line of stdout). Prints a Markdown table, then the speed-ups within each
+# round (one worker against the map, two workers and two processes against one worker: medians
+# and ranges over the rounds, so that the machine's drift between rounds cancels).
 #
 #   scripts/bench-e2e.sh
 #   PACKETS=1000000 MODES="bykey local" scripts/bench-e2e.sh
@@ -217,6 +219,9 @@ def median(values):
 
 # Rows of the same input and run (one per round), in the order first run.
 groups = {}
+# `seconds_total` of each input and run (the wall clock where missing), one per round, in round
+# order, for the speed-ups (a small input's run is shorter than GNU time's 10 ms resolution).
+walls_of = {}
 with open(sys.argv[1]) as f:
     for line in f:
         input_, run, status, out, times = line.rstrip("\n").split("\t")
@@ -237,6 +242,9 @@ for (input_, run), rows in groups.items():
     j = measured[0][0]
     records = num(j.get("records"))
     walls = [m[1] for m in measured]
+    walls_of[(input_, run)] = [
+        num(m[0].get("seconds_total")) or m[1] for m in measured
+    ]
     wall = median(walls)
     rate = records / wall if records is not None and wall else None
     shown = fmt(wall, ".2f")
@@ -249,5 +257,32 @@ for (input_, run), rows in groups.items():
         f" | {fmt(num(j.get('bytes_exchanged_per_record')), '.2f')}"
         f" | {fmt(median([m[2] for m in measured]), '.1f')}"
         f" | {fmt(median([m[3] for m in measured]), '.1f')} |"
+    )
+
+# Speed-ups within each round, so that the VM's drift between rounds cancels: the map's time over
+# one worker's, one worker's over two workers' and over two processes'.
+def speedup(input_, num_run, den_run):
+    a, b = walls_of.get((input_, num_run)), walls_of.get((input_, den_run))
+    if not a or not b or len(a) != len(b) or None in a or None in b:
+        return "-"
+    r = [x / y for x, y in zip(a, b) if y]
+    if not r:
+        return "-"
+    shown = f"{median(r):.2f}×"
+    return shown + (f" ({min(r):.2f}–{max(r):.2f})" if len(r) > 1 else "")
+
+modes = []
+for input_, run in walls_of:
+    m = re.fullmatch(r"(.+)-w1", run)
+    if m and (input_, m.group(1)) not in modes:
+        modes.append((input_, m.group(1)))
+print()
+print("| input | mode | w1 vs exact | w2 vs w1 | n2 vs w1 |")
+print("|---|---|---:|---:|---:|")
+for input_, mode in modes:
+    w1 = f"{mode}-w1"
+    print(
+        f"| {input_} | {mode} | {speedup(input_, 'exact', w1)}"
+        f" | {speedup(input_, w1, f'{mode}-w2')} | {speedup(input_, w1, f'{mode}-n2')} |"
     )
 EOF
