@@ -3,7 +3,7 @@
 
 use super::list::List;
 use super::table::{Prior, Slot, Table};
-use super::LOAD;
+
 use crate::error::Result;
 use serde::{Deserialize, Serialize};
 
@@ -114,7 +114,7 @@ impl<S: Slot> AnyTable<S> {
 
     /// Entries it can hold before it is full: `α` of a cuckoo table's slots, a list's limit.
     pub fn usable(&self) -> u64 {
-        each!(self, t => (LOAD * t.capacity() as f64) as u64, l => l.limit())
+        each!(self, t => t.usable(), l => l.limit())
     }
 
     /// Whether a placement must wait for room: a cuckoo table at load `α` or with an entry in
@@ -122,7 +122,7 @@ impl<S: Slot> AnyTable<S> {
     #[inline]
     pub fn full(&self) -> bool {
         each!(self,
-            t => t.stashed() || t.occupied() as f64 >= LOAD * t.capacity() as f64,
+            t => t.stashed() || t.at_load(),
             l => l.full())
     }
 

@@ -3,6 +3,7 @@
 //! generation its key was last inserted in.
 
 use super::counts::TagCounts;
+use super::LOAD;
 use crate::bits::LineBuf;
 use crate::error::{Error, Result};
 use crate::hash::mix64;
@@ -107,6 +108,16 @@ pub(super) struct Table<S: Slot, const K: usize = SLOTS> {
     /// over the slots. Derived from the slots, so not serialized ([`Table::recount`]).
     #[serde(skip)]
     tagged: TagCounts,
+    /// Entries it takes before it is full, `⌈α · slots⌉`, and `⌊α · slots⌋` (derived from the
+    /// slots: set when it is made or recounted).
+    #[serde(skip)]
+    load: (u64, u64),
+}
+
+/// `(⌈α · slots⌉, ⌊α · slots⌋)` for a table of `slots` slots.
+fn load_of(slots: usize) -> (u64, u64) {
+    let at = LOAD * slots as f64;
+    (at.ceil() as u64, at as u64)
 }
 
 impl<S: Slot, const K: usize> Table<S, K> {
@@ -127,6 +138,7 @@ impl<S: Slot, const K: usize> Table<S, K> {
             occupied: 0,
             rng: mix64(seed ^ buckets as u64) | 1,
             tagged: TagCounts::default(),
+            load: load_of(len),
         })
     }
 
@@ -135,6 +147,18 @@ impl<S: Slot, const K: usize> Table<S, K> {
     pub fn recount(&mut self) {
         let stashed = self.stash.iter().map(|&(_, s)| s);
         self.tagged = TagCounts::of(self.slots.iter().copied().chain(stashed).map(Into::into));
+        self.load = load_of(self.slots.len());
+    }
+
+    /// Whether its occupancy has reached the load `α` of its slots.
+    #[inline]
+    pub fn at_load(&self) -> bool {
+        self.occupied >= self.load.0
+    }
+
+    /// Entries it can hold before it is full: `α` of its slots.
+    pub fn usable(&self) -> u64 {
+        self.load.1
     }
 
     /// Entries whose tag is in `live`.

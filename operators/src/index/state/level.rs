@@ -27,6 +27,9 @@ pub(super) struct LevelShard {
     pub(super) dirty: Vec<bool>,
 }
 
+/// Words of a blocked filter's block (one cache line).
+const LINE_WORDS: usize = (BLOCK_BITS / 64) as usize;
+
 /// How many blocks are in flight when a level's hashes are set: requested, their bits not yet
 /// set.
 pub(super) const AHEAD: usize = 32;
@@ -212,43 +215,56 @@ impl LevelShard {
     ///
     /// [`BlockRing`]: super::ring::BlockRing
     pub(super) fn insert_blocks(&mut self, hashes: impl Iterator<Item = KeyHash>, blocks: FastMod) {
-        let k = self.shape.hashes;
+        // the usual probe counts get a loop unrolled for them
+        self.ones += match self.shape.hashes {
+            1 => self.insert_blocks_k::<1>(hashes, blocks),
+            2 => self.insert_blocks_k::<2>(hashes, blocks),
+            3 => self.insert_blocks_k::<3>(hashes, blocks),
+            4 => self.insert_blocks_k::<4>(hashes, blocks),
+            5 => self.insert_blocks_k::<5>(hashes, blocks),
+            6 => self.insert_blocks_k::<6>(hashes, blocks),
+            7 => self.insert_blocks_k::<7>(hashes, blocks),
+            8 => self.insert_blocks_k::<8>(hashes, blocks),
+            _ => self.insert_blocks_k::<0>(hashes, blocks),
+        };
+    }
+
+    /// [`Self::insert_blocks`] with `K` probes a hash (0: the level's count, read at run time);
+    /// returns the bits that were new.
+    #[inline(always)]
+    fn insert_blocks_k<const K: u32>(
+        &mut self,
+        hashes: impl Iterator<Item = KeyHash>,
+        blocks: FastMod,
+    ) -> u64 {
+        let k = if K == 0 { self.shape.hashes } else { K };
+        // the words and marks taken once, not through the level at each set
+        let (words, dirty) = (self.words.as_mut_slice(), self.dirty.as_mut_slice());
         // Only `lo` places a blocked probe; slot `n % AHEAD` holds the `n`th hash and its block
         // until it is set.
         let mut ring = [(0u64, 0u64); AHEAD];
-        let mut n = 0;
+        let (mut n, mut ones) = (0, 0);
         for h in hashes {
+            let slot = &mut ring[n % AHEAD];
             if n >= AHEAD {
-                self.set_block_probes(ring[n % AHEAD], k);
+                ones += set_block(words, dirty, *slot, k);
             }
             let block = blocks.reduce(h.lo);
-            prefetch(&self.words, (block * BLOCK_BITS / 64) as usize);
-            ring[n % AHEAD] = (h.lo, block);
+            prefetch(words, (block * BLOCK_BITS / 64) as usize);
+            *slot = (h.lo, block);
             n += 1;
         }
         for j in n.saturating_sub(AHEAD)..n {
-            self.set_block_probes(ring[j % AHEAD], k);
+            ones += set_block(words, dirty, ring[j % AHEAD], k);
         }
+        ones
     }
 
     /// Sets the `k` probe bits of a blocked hash with low half `lo` in its block `block` (the
     /// level is wholly held), counting the new ones and marking the block when any is new.
     #[inline]
-    pub(super) fn set_block_probes(&mut self, (lo, block): (u64, u64), k: u32) {
-        let mut added = 0;
-        for p in probes_in_block(block, lo, k) {
-            if let Some(w) = self.words.get_mut((p / 64) as usize) {
-                let bit = 1 << (p % 64);
-                added += u64::from(*w & bit == 0);
-                *w |= bit;
-            }
-        }
-        // the digest block (of `BLOCK_WORDS` words) holding the filter block's words
-        let digest_block = (block * BLOCK_BITS / 64) as usize / BLOCK_WORDS;
-        if let Some(d) = self.dirty.get_mut(digest_block) {
-            *d |= added > 0;
-        }
-        self.ones += added;
+    pub(super) fn set_block_probes(&mut self, at: (u64, u64), k: u32) {
+        self.ones += set_block(self.words.as_mut_slice(), &mut self.dirty, at, k);
     }
 
     /// Sets bit `p` if this shard holds it, counting it and marking its block when it is new.
@@ -287,4 +303,31 @@ impl LevelShard {
         let end = (self.held().end as u64 * 64).min(self.shape.bits);
         end.saturating_sub(self.first as u64 * 64)
     }
+}
+
+/// Sets the `k` probe bits of a blocked hash with low half `lo` in block `block` of `words` (a
+/// level's, from its first word), marking the block's digest block in `dirty` when a bit is
+/// new; returns how many are.
+#[inline(always)]
+fn set_block(words: &mut [u64], dirty: &mut [bool], (lo, block): (u64, u64), k: u32) -> u64 {
+    let first = (block * BLOCK_BITS / 64) as usize;
+    // the block's line, taken once: each probe's word is then in it without a check
+    let Some(line) = words
+        .get_mut(first..first + LINE_WORDS)
+        .and_then(|s| <&mut [u64; LINE_WORDS]>::try_from(s).ok())
+    else {
+        return 0;
+    };
+    let mut added = 0;
+    // the offsets within the block: its probes were it block 0
+    for o in probes_in_block(0, lo, k) {
+        let w = &mut line[(o / 64) as usize % LINE_WORDS];
+        added += !*w >> (o % 64) & 1;
+        *w |= 1 << (o % 64);
+    }
+    // the digest block (of `BLOCK_WORDS` words) holding the filter block's words
+    if let Some(d) = dirty.get_mut(first / BLOCK_WORDS) {
+        *d |= added > 0;
+    }
+    added
 }
