@@ -107,8 +107,20 @@ fn assert_batches_insert_like_one_by_one(
         .layout(layout)
         .build()
         .unwrap();
+    assert_config_inserts_like_one_by_one(&cfg, (me, peers), (partitions, epochs, n), record, what);
+}
+
+/// [`assert_batches_insert_like_one_by_one`] for a given configuration (epochs of 64 ticks).
+fn assert_config_inserts_like_one_by_one(
+    cfg: &IndexConfig,
+    (me, peers): (usize, usize),
+    (partitions, epochs, n): (u64, u64, u64),
+    record: impl Fn(u64, u64) -> (u64, Tick),
+    what: &str,
+) {
+    let layout = cfg.layout();
     let allocation = cfg.allocation().clone();
-    let mut batch = MergedState::shard(&cfg, me, peers);
+    let mut batch = MergedState::shard(cfg, me, peers);
     let mut single = batch.clone();
     for p in 0..partitions {
         assert!(batch.announce(p, &allocation) && single.announce(p, &allocation));
@@ -148,6 +160,33 @@ fn epoch_records_insert_like_one_by_one() {
             // few records in levels of many digest blocks: each epoch changes only some blocks
             let case = (1, 16, 5, 1 << 22);
             assert_batches_insert_like_one_by_one(layout, shard, case, record, "sparse");
+        }
+    }
+}
+
+/// Blocked levels set with every probe count a level's loop is unrolled for, and with more
+/// (read at run time), hold exactly the bits inserting each record sets: epochs of many records
+/// (each level sets its own blocks) and of few (the levels share one look-ahead).
+#[test]
+fn every_probe_count_inserts_like_one_by_one() {
+    for hashes in [1, 2, 3, 4, 5, 6, 7, 8, 9, 13] {
+        let cfg = IndexConfig::builder()
+            .epoch_len(64)
+            .partition_len(1024)
+            .partitions(2)
+            .bits(1 << 18)
+            .hashes(hashes)
+            .layout(Layout::Blocked)
+            .build()
+            .unwrap();
+        assert!(cfg.allocation().shapes().iter().all(|s| s.hashes == hashes));
+        for n in [5, 600] {
+            let record = |epoch: u64, i: u64| {
+                let r = mix64(epoch * 1000 + i + u64::from(hashes) * 7);
+                (r % 5_000, epoch * 64 + (r >> 20) % 64)
+            };
+            let what = format!("{hashes} hashes, {n} records an epoch");
+            assert_config_inserts_like_one_by_one(&cfg, (0, 1), (1, 8, n), record, &what);
         }
     }
 }
