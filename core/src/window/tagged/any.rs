@@ -3,7 +3,6 @@
 
 use super::list::List;
 use super::table::{Prior, Slot, Table};
-
 use crate::error::Result;
 use serde::{Deserialize, Serialize};
 
