@@ -166,55 +166,47 @@ impl<D: ExchangeData> DecideState<D> {
             let open = self.open_epoch(e, || epoch_cap(last));
             open.bytes_in = open.bytes_in.saturating_add(bytes);
         }
-        let mut current: Option<(u64, Tick, Tick)> = None;
-        for (t, d) in batch.drain(..) {
-            let fp = (self.fp)(&d);
-            let late = t < ts;
-            let t = t.max(ts);
-            let e = match current {
-                Some((e, first, last)) if (first..=last).contains(&t) => e,
-                _ => {
-                    let e = self.config.epoch_of(t);
-                    let (first, last) = (self.config.epoch_start(e), self.config.epoch_last(e));
-                    let at = first.max(ts);
-                    let reserve = self.last_epoch_len;
-                    let spare = &mut self.spare;
-                    let slot = self.pending.entry(e).or_insert_with(|| {
-                        let (stamps, records) = spare.pop().unwrap_or_else(|| {
-                            (Vec::with_capacity(reserve), Vec::with_capacity(reserve))
-                        });
-                        PendingEpoch {
-                            cap: pass_cap(at),
-                            stamps,
-                            records,
-                        }
-                    });
-                    if *slot.cap.time() > at {
-                        slot.cap = pass_cap(at);
-                    }
-                    self.open_epoch(e, || epoch_cap(last));
-                    if self.view.is_some() {
-                        self.outgoing.entry(e).or_insert_with(|| Outgoing {
-                            cap: delta_cap(last),
-                            keys: Vec::new(),
-                        });
-                    }
-                    current = Some((e, first, last));
-                    e
+        // A run of records in one epoch goes into that epoch's buffers, looked up once.
+        let mut records = batch.drain(..).peekable();
+        while let Some(&(t, _)) = records.peek() {
+            let e = self.config.epoch_of(t.max(ts));
+            let (first, last) = (self.config.epoch_start(e), self.config.epoch_last(e));
+            let at = first.max(ts);
+            let reserve = self.last_epoch_len;
+            let spare = &mut self.spare;
+            let slot = self.pending.entry(e).or_insert_with(|| {
+                let (stamps, records) = spare
+                    .pop()
+                    .unwrap_or_else(|| (Vec::with_capacity(reserve), Vec::with_capacity(reserve)));
+                PendingEpoch {
+                    cap: pass_cap(at),
+                    stamps,
+                    records,
                 }
+            });
+            if *slot.cap.time() > at {
+                slot.cap = pass_cap(at);
+            }
+            let mut out = match self.view {
+                Some(_) => Some(self.outgoing.entry(e).or_insert_with(|| Outgoing {
+                    cap: delta_cap(last),
+                    keys: Vec::new(),
+                })),
+                None => None,
             };
-            if late {
-                if let Some(epoch) = self.epochs.get_mut(&e) {
-                    epoch.stats.late = epoch.stats.late.saturating_add(1);
+            let mut late = 0u64;
+            while let Some((t, d)) = records.next_if(|&(t, _)| (first..=last).contains(&t.max(ts)))
+            {
+                let fp = (self.fp)(&d);
+                late += u64::from(t < ts);
+                slot.stamps.push((t.max(ts), fp));
+                slot.records.push(d);
+                if let Some(out) = out.as_mut() {
+                    out.keys.push(fp);
                 }
             }
-            if let Some(slot) = self.pending.get_mut(&e) {
-                slot.stamps.push((t, fp));
-                slot.records.push(d);
-            }
-            if let Some(out) = self.outgoing.get_mut(&e) {
-                out.keys.push(fp);
-            }
+            let open = self.open_epoch(e, || epoch_cap(last));
+            open.stats.late = open.stats.late.saturating_add(late);
         }
     }
 
