@@ -1,4 +1,4 @@
-//! Exact `a mod d` for 64-bit `a` and `d` without a hardware division.
+//! Exact `a mod d` (and `a / d`) for 64-bit `a` and `d` without a hardware division.
 //!
 //! Barrett reduction with one correction step: with `M = floor((2^64 - 1) / d)`, the estimate
 //! `q = floor(a M / 2^64)` satisfies `floor(a / d) - 1 <= q <= floor(a / d)`, because
@@ -9,6 +9,7 @@
 //! operands, and the probe loop of a Bloom query is bound by them.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::num::NonZeroU64;
 
 /// A precomputed divisor: `reduce(a)` is `a % d`, computed with two multiplications.
 ///
@@ -26,10 +27,15 @@ pub struct FastMod {
 impl FastMod {
     /// Precomputes the constant for divisor `d`; `None` when `d` is zero.
     pub fn new(d: u64) -> Option<Self> {
-        if d == 0 {
-            return None;
+        NonZeroU64::new(d).map(Self::nonzero)
+    }
+
+    /// Precomputes the constant for divisor `d`.
+    pub fn nonzero(d: NonZeroU64) -> Self {
+        FastMod {
+            m: u64::MAX / d,
+            d: d.get(),
         }
-        Some(FastMod { m: u64::MAX / d, d })
     }
 
     /// The divisor.
@@ -41,11 +47,31 @@ impl FastMod {
     /// `a % divisor()`.
     #[inline]
     pub fn reduce(&self, a: u64) -> u64 {
-        let q = ((u128::from(a) * u128::from(self.m)) >> 64) as u64;
-        // q <= a / d, so q * d <= a: neither operation wraps, and r < 2d.
-        let r = a - q * self.d;
+        let (_, r) = self.estimate(a);
         // When r < d, r - d wraps above r and `min` keeps r; a select, not a branch.
         r.min(r.wrapping_sub(self.d))
+    }
+
+    /// `a / divisor()`, the same way: the estimate, one more when the remainder left is a
+    /// whole divisor.
+    ///
+    /// ```
+    /// use chronobloom_core::hash::FastMod;
+    /// let m = FastMod::new(3_751).unwrap();
+    /// assert_eq!(m.quotient(u64::MAX), u64::MAX / 3_751);
+    /// ```
+    #[inline]
+    pub fn quotient(&self, a: u64) -> u64 {
+        let (q, r) = self.estimate(a);
+        q + u64::from(r >= self.d)
+    }
+
+    /// The quotient estimate `q` (`a / d` or one less) and `a - q d`, in `[0, 2d)`.
+    #[inline]
+    fn estimate(&self, a: u64) -> (u64, u64) {
+        let q = ((u128::from(a) * u128::from(self.m)) >> 64) as u64;
+        // q <= a / d, so q * d <= a: neither operation wraps.
+        (q, a - q * self.d)
     }
 }
 
@@ -105,6 +131,7 @@ mod tests {
             dividends.extend((0..1000).map(mix64));
             for a in dividends {
                 assert_eq!(m.reduce(a), a % d, "{a} mod {d}");
+                assert_eq!(m.quotient(a), a / d, "{a} / {d}");
             }
         }
     }
@@ -120,6 +147,18 @@ mod tests {
         fn reduce_is_remainder_small_divisors(a in any::<u64>(), d in 1u64..100_000) {
             let m = FastMod::new(d).expect("nonzero divisor");
             prop_assert_eq!(m.reduce(a), a % d);
+        }
+
+        #[test]
+        fn quotient_is_division(a in any::<u64>(), d in 1u64..) {
+            let m = FastMod::new(d).expect("nonzero divisor");
+            prop_assert_eq!(m.quotient(a), a / d);
+        }
+
+        #[test]
+        fn quotient_is_division_small(a in 0u64..1 << 42, d in 1u64..100_000) {
+            let m = FastMod::new(d).expect("nonzero divisor");
+            prop_assert_eq!(m.quotient(a), a / d);
         }
     }
 }

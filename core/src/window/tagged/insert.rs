@@ -1,7 +1,7 @@
 //! Insertion: one key or a tick's batch, each placed in the active table (grown first when full),
 //! and the hashes a young stream keeps of the keys it inserts.
 
-use super::{fp_bits, generation_of, order, with_tables, Prior, Store, TaggedCuckooFilter, TAGS};
+use super::{fp_bits, order, with_tables, Prior, Store, TaggedCuckooFilter, TAGS};
 use crate::error::Result;
 use crate::temporal::Tick;
 
@@ -219,7 +219,7 @@ impl TaggedCuckooFilter {
         if distinct > room(self) {
             self.sweep(now);
             if distinct > room(self) {
-                self.grow(now, generation_of(now, self.slack), distinct)?;
+                self.grow(now, self.slack.of(now), distinct)?;
             }
         }
         Ok(())
@@ -227,7 +227,7 @@ impl TaggedCuckooFilter {
 
     /// The current tag and the live-tag mask of an insertion at `now` (observed).
     fn tags(&self, now: Tick) -> (u64, u32) {
-        (generation_of(now, self.slack) % TAGS, self.live_tags(now))
+        (self.slack.of(now) % TAGS, self.live_tags(now))
     }
 
     /// Inserts `hash` under `tag`, starting a larger table first if the active one is full. (A
@@ -241,7 +241,7 @@ impl TaggedCuckooFilter {
             // dead entries may be what fills it
             self.sweep(now);
             if self.full() {
-                self.grow(now, generation_of(now, self.slack), 0)?;
+                self.grow(now, self.slack.of(now), 0)?;
             }
         }
         let bits = fp_bits(hash);

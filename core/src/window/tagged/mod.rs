@@ -84,6 +84,7 @@
 
 mod any;
 mod counts;
+mod generations;
 mod insert;
 mod list;
 mod order;
@@ -100,6 +101,7 @@ use crate::error::{Error, Result};
 use crate::hash::KeyHash;
 use crate::temporal::Tick;
 use crate::window::WindowFilter;
+use generations::Generations;
 use rate::Rate;
 use serde::{Deserialize, Serialize};
 use sizing::buckets_for;
@@ -166,7 +168,7 @@ pub struct TaggedStats {
 #[serde(try_from = "repr::TaggedRepr")]
 pub struct TaggedCuckooFilter {
     window: Tick,
-    slack: Tick,
+    slack: Generations,
     fpr: f64,
     seed: u64,
     /// The current generation; `None` before the first insertion.
@@ -247,7 +249,7 @@ impl TaggedCuckooFilter {
         };
         Ok(TaggedCuckooFilter {
             window,
-            slack,
+            slack: Generations::new(slack),
             fpr,
             seed,
             gen: None,
@@ -270,7 +272,7 @@ impl TaggedCuckooFilter {
 
     /// The slack `S`, in ticks.
     pub fn slack(&self) -> Tick {
-        self.slack
+        self.slack.slack()
     }
 
     /// The target false positive rate ε.
@@ -310,7 +312,7 @@ impl TaggedCuckooFilter {
     /// Whether nothing is live at `now`: every entry is dead, so the filter can be dropped.
     pub fn stale(&self, now: Tick) -> bool {
         self.gen
-            .is_none_or(|g| g < generation_of(window_first(now, self.window), self.slack))
+            .is_none_or(|g| g < self.slack.of(window_first(now, self.window)))
     }
 
     /// Requests the cache lines a check or an insertion of `hash` reads.
@@ -355,7 +357,7 @@ impl TaggedCuckooFilter {
     /// drained tables, resizing an emptied one). A time in or before the current generation
     /// changes nothing.
     pub fn advance_to(&mut self, now: Tick) {
-        if self.gen.is_some_and(|g| generation_of(now, self.slack) > g) {
+        if self.gen.is_some_and(|g| self.slack.of(now) > g) {
             // `now` is past the current generation, so time does not go backwards
             let _ = self.observe(now);
         }
@@ -384,8 +386,8 @@ impl TaggedCuckooFilter {
     /// The tags live at `now`: those of the generations from `γ(now − W + 1)` to `γ(now)`.
     fn live_tags(&self, now: Tick) -> u32 {
         tag_mask(
-            generation_of(window_first(now, self.window), self.slack),
-            generation_of(now, self.slack),
+            self.slack.of(window_first(now, self.window)),
+            self.slack.of(now),
         )
     }
 
@@ -398,7 +400,7 @@ impl TaggedCuckooFilter {
     fn sweep(&mut self, now: Tick) {
         let dead = !self.live_tags(now);
         self.population = with_tables!(&mut self.store, t => t.sweep(dead));
-        self.swept = generation_of(now, self.slack);
+        self.swept = self.slack.of(now);
         self.stats.sweeps = self.stats.sweeps.saturating_add(1);
     }
 
@@ -407,13 +409,13 @@ impl TaggedCuckooFilter {
     /// hold no older generation's entries).
     fn live_mask(&self, now: Tick) -> Option<u32> {
         let gen = self.gen?;
-        let first = generation_of(window_first(now, self.window), self.slack);
-        (gen >= first).then(|| tag_mask(first, generation_of(now, self.slack).min(gen)))
+        let first = self.slack.of(window_first(now, self.window));
+        (gen >= first).then(|| tag_mask(first, self.slack.of(now).min(gen)))
     }
 
     /// Moves the current generation to `now`'s, ending each generation in between.
     fn observe(&mut self, now: Tick) -> Result<()> {
-        let gen = generation_of(now, self.slack);
+        let gen = self.slack.of(now);
         let Some(mut g) = self.gen else {
             self.gen = Some(gen);
             self.started = gen;
@@ -423,7 +425,7 @@ impl TaggedCuckooFilter {
         };
         if gen < g {
             return Err(Error::TimeWentBackwards {
-                last: g.saturating_mul(self.slack.saturating_add(1)),
+                last: g.saturating_mul(self.slack.len()),
                 now,
             });
         }
@@ -463,7 +465,7 @@ impl TaggedCuckooFilter {
         {
             self.young = None;
         }
-        let now = g.saturating_mul(self.slack.saturating_add(1));
+        let now = g.saturating_mul(self.slack.len());
         // the entries of the live tags, counted as they are placed, re-tagged and cleared
         let live = self.live_tags(now);
         with_tables!(&mut self.store, t => t.sweep_lists(!live));
@@ -539,12 +541,6 @@ fn slot_fpr(fp_bits: u32) -> f64 {
 #[inline]
 fn fp_bits(hash: u64) -> u64 {
     hash.rotate_left(32)
-}
-
-/// The generation of tick `t` for slack `s`: generations are `s + 1` ticks long.
-#[inline]
-fn generation_of(t: Tick, slack: Tick) -> u64 {
-    t / slack.saturating_add(1)
 }
 
 /// The first tick of the window of `window` ticks ending at `now`.
