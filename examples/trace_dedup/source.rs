@@ -138,8 +138,13 @@ impl Plan {
         }
     }
 
-    /// The earliest first timestamp over the files (0 for the synthetic trace).
+    /// The earliest first timestamp over the files (0 for the synthetic trace, whose first
+    /// session opens at its first tick: not generated for it, which would build the clients'
+    /// popularity table once more).
     fn first_timestamp(&self) -> Result<u64, TraceError> {
+        if matches!(self.input, Input::Synthetic(..)) {
+            return Ok(0);
+        }
         let mut first = None;
         for i in 0..self.files() {
             let mut flows = self.open(i, None)?;

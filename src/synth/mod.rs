@@ -343,6 +343,28 @@ mod tests {
         );
     }
 
+    /// The first event of a stream is at tick 0 (its first session opens there), whatever the
+    /// configuration: the main job takes 0 as the synthetic trace's origin without generating it.
+    #[test]
+    fn the_first_event_is_at_tick_zero() {
+        let mut state = 3;
+        for _ in 0..200 {
+            let r = splitmix(&mut state);
+            let cfg = SynthConfig {
+                records: 1 + r % 1_000,
+                span: 1 + (r >> 10) % 5_000_000,
+                day: 1 + (r >> 20) % 5_000_000,
+                diurnal: (r >> 30) as f64 / (1u64 << 34) as f64 % 0.99,
+                clients: 1 + (r >> 40) % 300_000,
+                session_gap: ((r >> 50) % 10_000) as f64,
+                seed: r,
+                ..SynthConfig::default()
+            };
+            let first = Synth::new(cfg.clone()).ok().and_then(|mut s| s.next());
+            assert_eq!(first.map(|e| e.tick), Some(0), "{cfg:?}");
+        }
+    }
+
     /// The rounding without libm is `f64::round` then `as u64`, at halves, near them, past 2^52
     /// and 2^64, for negative and non-finite values, and on random values of every magnitude.
     #[test]
