@@ -66,6 +66,18 @@ mod tests {
         assert_eq!(g.of(u64::MAX - 1), 0);
     }
 
+    /// A filter writes its slack as the plain number it always wrote (checkpoints read back).
+    #[test]
+    fn a_filter_writes_the_slack_alone() {
+        let f = crate::window::TaggedCuckooFilter::new(600, 37, 0.01, 0).expect("valid");
+        let v = serde_json::to_value(&f).expect("serializes");
+        assert_eq!(v["slack"], serde_json::json!(37));
+        let back: crate::window::TaggedCuckooFilter =
+            serde_json::from_value(v).expect("reads back");
+        assert_eq!(back, f);
+        assert_eq!(back.slack(), 37);
+    }
+
     proptest! {
         #[test]
         fn a_generation_is_the_ticks_divided(t in any::<u64>(), slack in 0u64..1 << 40) {

@@ -219,7 +219,7 @@ impl TaggedCuckooFilter {
         if distinct > room(self) {
             self.sweep(now);
             if distinct > room(self) {
-                self.grow(now, self.slack.of(now), distinct)?;
+                self.grow(now, self.generations.of(now), distinct)?;
             }
         }
         Ok(())
@@ -227,7 +227,7 @@ impl TaggedCuckooFilter {
 
     /// The current tag and the live-tag mask of an insertion at `now` (observed).
     fn tags(&self, now: Tick) -> (u64, u32) {
-        (self.slack.of(now) % TAGS, self.live_tags(now))
+        (self.generations.of(now) % TAGS, self.live_tags(now))
     }
 
     /// Inserts `hash` under `tag`, starting a larger table first if the active one is full. (A
@@ -241,7 +241,7 @@ impl TaggedCuckooFilter {
             // dead entries may be what fills it
             self.sweep(now);
             if self.full() {
-                self.grow(now, self.slack.of(now), 0)?;
+                self.grow(now, self.generations.of(now), 0)?;
             }
         }
         let bits = fp_bits(hash);

@@ -168,7 +168,9 @@ pub struct TaggedStats {
 #[serde(try_from = "repr::TaggedRepr")]
 pub struct TaggedCuckooFilter {
     window: Tick,
-    slack: Generations,
+    /// The slack and the generations it makes (written as the slack).
+    #[serde(rename = "slack")]
+    generations: Generations,
     fpr: f64,
     seed: u64,
     /// The current generation; `None` before the first insertion.
@@ -249,7 +251,7 @@ impl TaggedCuckooFilter {
         };
         Ok(TaggedCuckooFilter {
             window,
-            slack: Generations::new(slack),
+            generations: Generations::new(slack),
             fpr,
             seed,
             gen: None,
@@ -272,7 +274,7 @@ impl TaggedCuckooFilter {
 
     /// The slack `S`, in ticks.
     pub fn slack(&self) -> Tick {
-        self.slack.slack()
+        self.generations.slack()
     }
 
     /// The target false positive rate ε.
@@ -312,7 +314,7 @@ impl TaggedCuckooFilter {
     /// Whether nothing is live at `now`: every entry is dead, so the filter can be dropped.
     pub fn stale(&self, now: Tick) -> bool {
         self.gen
-            .is_none_or(|g| g < self.slack.of(window_first(now, self.window)))
+            .is_none_or(|g| g < self.generations.of(window_first(now, self.window)))
     }
 
     /// Requests the cache lines a check or an insertion of `hash` reads.
@@ -357,7 +359,7 @@ impl TaggedCuckooFilter {
     /// drained tables, resizing an emptied one). A time in or before the current generation
     /// changes nothing.
     pub fn advance_to(&mut self, now: Tick) {
-        if self.gen.is_some_and(|g| self.slack.of(now) > g) {
+        if self.gen.is_some_and(|g| self.generations.of(now) > g) {
             // `now` is past the current generation, so time does not go backwards
             let _ = self.observe(now);
         }
@@ -386,8 +388,8 @@ impl TaggedCuckooFilter {
     /// The tags live at `now`: those of the generations from `γ(now − W + 1)` to `γ(now)`.
     fn live_tags(&self, now: Tick) -> u32 {
         tag_mask(
-            self.slack.of(window_first(now, self.window)),
-            self.slack.of(now),
+            self.generations.of(window_first(now, self.window)),
+            self.generations.of(now),
         )
     }
 
@@ -400,7 +402,7 @@ impl TaggedCuckooFilter {
     fn sweep(&mut self, now: Tick) {
         let dead = !self.live_tags(now);
         self.population = with_tables!(&mut self.store, t => t.sweep(dead));
-        self.swept = self.slack.of(now);
+        self.swept = self.generations.of(now);
         self.stats.sweeps = self.stats.sweeps.saturating_add(1);
     }
 
@@ -409,13 +411,13 @@ impl TaggedCuckooFilter {
     /// hold no older generation's entries).
     fn live_mask(&self, now: Tick) -> Option<u32> {
         let gen = self.gen?;
-        let first = self.slack.of(window_first(now, self.window));
-        (gen >= first).then(|| tag_mask(first, self.slack.of(now).min(gen)))
+        let first = self.generations.of(window_first(now, self.window));
+        (gen >= first).then(|| tag_mask(first, self.generations.of(now).min(gen)))
     }
 
     /// Moves the current generation to `now`'s, ending each generation in between.
     fn observe(&mut self, now: Tick) -> Result<()> {
-        let gen = self.slack.of(now);
+        let gen = self.generations.of(now);
         let Some(mut g) = self.gen else {
             self.gen = Some(gen);
             self.started = gen;
@@ -425,7 +427,7 @@ impl TaggedCuckooFilter {
         };
         if gen < g {
             return Err(Error::TimeWentBackwards {
-                last: g.saturating_mul(self.slack.len()),
+                last: g.saturating_mul(self.generations.len()),
                 now,
             });
         }
@@ -465,7 +467,7 @@ impl TaggedCuckooFilter {
         {
             self.young = None;
         }
-        let now = g.saturating_mul(self.slack.len());
+        let now = g.saturating_mul(self.generations.len());
         // the entries of the live tags, counted as they are placed, re-tagged and cleared
         let live = self.live_tags(now);
         with_tables!(&mut self.store, t => t.sweep_lists(!live));

@@ -73,7 +73,7 @@ impl TryFrom<TaggedRepr> for TaggedCuckooFilter {
         with_tables!(&mut store, t => t.tables.iter_mut().for_each(|x| x.recount()));
         Ok(TaggedCuckooFilter {
             window: r.window,
-            slack: r.slack.into(),
+            generations: r.slack.into(),
             fpr: r.fpr,
             seed: r.seed,
             gen: r.gen,

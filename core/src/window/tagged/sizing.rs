@@ -36,7 +36,7 @@ impl TaggedCuckooFilter {
             return;
         };
         let projected = if g - self.rate.first_gen >= live_gens {
-            let g_len = self.slack.len();
+            let g_len = self.generations.len();
             let recent = (3 * live_gens).div_ceil(4);
             let newest = tag_mask(g + 1 - recent, g);
             let kept = self.live_entries(newest);
@@ -76,7 +76,7 @@ impl TaggedCuckooFilter {
     /// the current generation) of the generations until the window is full, at least one;
     /// `None` before a tick after the stream's first has completed.
     fn projected(&self, now: Tick, gen: u64, coming: u64) -> Option<f64> {
-        let g_len = self.slack.len();
+        let g_len = self.generations.len();
         let rate = self.rate.new_per_tick(now, gen, g_len)?;
         let age = gen - self.rate.first_gen;
         let gens = self.live_gens.saturating_sub(age).max(1);
