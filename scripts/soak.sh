@@ -17,7 +17,7 @@
 #   SOAK_ARGS    extra trace_dedup flags (default `--in-flight 2`: a paced reader starved of CPU
 #                by other work on the machine falls behind, then catches up with up to
 #                --in-flight epochs of records buffered ahead of the dataflow; the job's default
-#                of 16 epochs up to 131,072 records, at 100,000/s, swings the memory by MiB that
+#                of 64 epochs (bykey) up to 131,072 records, at 100,000/s, swings the memory by MiB that
 #                way, which is the load, not the job's steady state)
 #   SOAK_DIR     where samples, report and checkpoints go (default target/soak)
 # Writes SOAK_DIR/rss.csv (seconds, rss_kib), SOAK_DIR/report.json and SOAK_DIR/summary.json;

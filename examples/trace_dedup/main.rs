@@ -257,7 +257,10 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
         collect_passed: args.verify || args.out.is_some(),
         collect_epochs: args.plot.is_some(),
         progress: !args.json,
-        in_flight: args.in_flight,
+        in_flight: args.in_flight.unwrap_or(match args.mode {
+            cli::Mode::Bykey => inflight::EPOCHS_BYKEY,
+            cli::Mode::Local => inflight::EPOCHS_LOCAL,
+        }),
         in_flight_records: args.in_flight_records,
     };
     let gathered = dataflow::run(job, timely_args).map_err(JobError::Dataflow)?;
