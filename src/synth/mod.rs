@@ -16,12 +16,14 @@
 //! assert_eq!(even, events.iter().copied().filter(|e| e.client % 2 == 0).collect::<Vec<_>>());
 //! ```
 
-mod agenda;
+mod calendar;
+mod chunk;
 mod popularity;
 
-use agenda::Agenda;
+use calendar::Calendar;
 use chronobloom_core::hash::mix64;
 use chronobloom_core::{Error, Result};
+use chunk::{Chunk, Ev};
 use popularity::Popularity;
 
 /// What to generate.
@@ -91,20 +93,42 @@ fn round(x: f64) -> u64 {
 /// Events of one session at most (its place fits the low 24 bits of [`Event::seq`]).
 const MAX_SESSION: u64 = 1 << 24;
 
-/// An open session's client, events done and events left (a client fits 32 bits and a session's
-/// events [`MAX_SESSION`], so an agenda entry is 32 bytes); its key is its next tick and order of
-/// opening ([`key`]).
-type Session = (u32, u32, u32);
+/// Events a chunk of ticks holds on average: its width is the power of two of ticks closest
+/// above this many events at the configured mean rate (the diurnal peak holds about twice as
+/// many), at most [`MAX_CHUNK_BITS`] bits of ticks.
+const CHUNK_EVENTS: u128 = 4096;
+/// Ticks of the widest chunk: `2^MAX_CHUNK_BITS`.
+const MAX_CHUNK_BITS: u32 = 16;
 
-/// The agenda key of a session's next event: tick first, then the order of opening.
-fn key(tick: u64, order: u64) -> u128 {
-    u128::from(tick) << 64 | u128::from(order)
+/// An open session waiting for its next event: its tick, order of opening, client, events
+/// done and events left (a client fits 32 bits and a session's events [`MAX_SESSION`]).
+#[derive(Debug, Clone, Copy)]
+struct Session {
+    tick: u64,
+    order: u64,
+    client: u32,
+    done: u32,
+    left: u32,
+}
+
+/// A uniform draw in [0, 1) for event `i` of the session opened `order`-th: its own counter,
+/// apart from the opening draws'.
+fn session_uniform(seed: u64, order: u64, i: u64) -> f64 {
+    let x = mix64(order ^ seed.wrapping_mul(0xd6e8_feb8_6659_fd93)) ^ i;
+    (mix64(x.wrapping_add(0x632b_e59b_d9b4_e019)) >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// Which clients' sessions a generator keeps.
 type Keep = std::sync::Arc<dyn Fn(u64) -> bool + Send + Sync>;
 
 /// The generator: an iterator of events in tick order (ties in session opening order).
+///
+/// It works a chunk of ticks at a time: the sessions whose next event falls in the chunk (and
+/// those opening in it) produce all their events inside it, one session after the other, and
+/// wait for the chunk of their next one; the chunk's events are then put in stream order and
+/// handed out. A session's events come from its own draws, so generating them by session
+/// rather than by time gives the same stream as popping the earliest event of all open
+/// sessions, without a priority queue between every two events.
 #[derive(Clone)]
 pub struct Synth {
     cfg: SynthConfig,
@@ -112,12 +136,18 @@ pub struct Synth {
     counter: u64,
     /// Events of the sessions opened so far (kept or not), at most `records`.
     planned: u64,
-    /// Open kept sessions, earliest first.
-    open: Agenda<Session>,
     opened: u64,
     next_session: f64,
     sessions_per_tick: f64,
     keep: Option<Keep>,
+    /// A chunk spans `2^chunk_bits` ticks.
+    chunk_bits: u32,
+    /// Open kept sessions, by the chunk of their next event.
+    waiting: Calendar<Session>,
+    /// The sessions of the chunk being generated (reused).
+    due: Vec<Session>,
+    /// The events of the chunk being handed out.
+    chunk: Chunk,
 }
 
 impl std::fmt::Debug for Synth {
@@ -126,7 +156,7 @@ impl std::fmt::Debug for Synth {
             .field("cfg", &self.cfg)
             .field("planned", &self.planned)
             .field("opened", &self.opened)
-            .field("open", &self.open.len())
+            .field("open", &self.waiting.len())
             .field("partial", &self.keep.is_some())
             .finish()
     }
@@ -156,16 +186,21 @@ impl Synth {
         }
         let popularity = Popularity::new(cfg.clients, cfg.zipf);
         let sessions_per_tick = cfg.records as f64 / cfg.session_len / cfg.span as f64;
+        let ticks = CHUNK_EVENTS * u128::from(cfg.span) / u128::from(cfg.records.max(1));
+        let chunk_bits = (ticks.max(1).next_power_of_two().trailing_zeros()).min(MAX_CHUNK_BITS);
         Ok(Synth {
             cfg,
             popularity,
             counter: 0,
             planned: 0,
-            open: Agenda::new(),
             opened: 0,
             next_session: 0.0,
             sessions_per_tick,
             keep: None,
+            chunk_bits,
+            waiting: Calendar::new(),
+            due: Vec::new(),
+            chunk: Chunk::default(),
         })
     }
 
@@ -178,13 +213,6 @@ impl Synth {
         let mut s = Synth::new(cfg)?;
         s.keep = Some(std::sync::Arc::new(keep));
         Ok(s)
-    }
-
-    /// A uniform draw in [0, 1) for event `i` of the session opened `order`-th: its own counter,
-    /// apart from the opening draws'.
-    fn session_uniform(&self, order: u64, i: u64) -> f64 {
-        let x = mix64(order ^ self.cfg.seed.wrapping_mul(0xd6e8_feb8_6659_fd93)) ^ i;
-        (mix64(x.wrapping_add(0x632b_e59b_d9b4_e019)) >> 11) as f64 / (1u64 << 53) as f64
     }
 
     /// Opening draw number `n`, uniform in [0, 1).
@@ -209,12 +237,16 @@ impl Synth {
         1.0 - self.cfg.diurnal * phase.cos()
     }
 
-    /// Opens sessions until the next session start lies after `until`, or every event is
-    /// planned.
-    fn open_sessions_until(&mut self, until: u64) {
-        while self.next_session <= until as f64 && self.planned < self.cfg.records {
-            // at the span's last tick at the latest, like every event
-            let start = (self.next_session as u64).min(self.cfg.span - 1);
+    /// The tick the next session opens at: the span's last at the latest, like every event.
+    fn next_start(&self) -> u64 {
+        (self.next_session as u64).min(self.cfg.span - 1)
+    }
+
+    /// Opens the sessions starting before tick `end` (until every event is planned); the kept
+    /// ones join `due`.
+    fn open_sessions_before(&mut self, end: u64) {
+        while self.planned < self.cfg.records && self.next_start() < end {
+            let start = self.next_start();
             let u = self.uniform();
             let client = self.popularity.client(u).min(self.cfg.clients - 1);
             let len = (1 + round(self.exponential(self.cfg.session_len - 1.0)))
@@ -224,8 +256,13 @@ impl Synth {
             self.opened += 1;
             if self.keep.as_ref().is_none_or(|k| k(client)) {
                 // client < clients ≤ u32::MAX and len ≤ MAX_SESSION
-                self.open
-                    .push(key(start, self.opened), (client as u32, 0, len as u32));
+                self.due.push(Session {
+                    tick: start,
+                    order: self.opened,
+                    client: client as u32,
+                    done: 0,
+                    left: len as u32,
+                });
             }
             // Thinning by the diurnal rate: sessions arrive faster at the daily peak.
             let gap = self.exponential(1.0 / self.sessions_per_tick) / self.rate(self.next_session);
@@ -238,6 +275,49 @@ impl Synth {
                 .prefetch_guide(self.draw(self.counter + 1 + DRAWS_PER_SESSION));
         }
     }
+
+    /// Generates the next chunk holding open or opening sessions: every event of theirs in it,
+    /// in stream order; `false` when no session is open and every event is planned.
+    fn generate_chunk(&mut self) -> bool {
+        let opening =
+            (self.planned < self.cfg.records).then(|| self.next_start() >> self.chunk_bits);
+        let c = match (self.waiting.next_chunk(), opening) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(c), None) | (None, Some(c)) => c,
+            (None, None) => return false,
+        };
+        let (base, width) = (c << self.chunk_bits, 1u64 << self.chunk_bits);
+        let mut due = std::mem::take(&mut self.due);
+        due.clear();
+        self.waiting.take(c, &mut due);
+        self.due = due;
+        self.open_sessions_before(base.saturating_add(width));
+        for mut s in self.due.drain(..) {
+            loop {
+                self.chunk.push(Ev {
+                    tick: s.tick,
+                    order: s.order,
+                    done: s.done,
+                    client: s.client,
+                });
+                if s.left <= 1 {
+                    break;
+                }
+                let u = session_uniform(self.cfg.seed, s.order, u64::from(s.done));
+                let gap = round(-self.cfg.session_gap * (1.0 - u).ln());
+                s.tick = s.tick.saturating_add(gap).min(self.cfg.span - 1);
+                s.done += 1;
+                s.left -= 1;
+                let at = s.tick >> self.chunk_bits;
+                if at != c {
+                    self.waiting.park(at, s);
+                    break;
+                }
+            }
+        }
+        self.chunk.order(base, width as usize);
+        true
+    }
 }
 
 impl Iterator for Synth {
@@ -246,34 +326,20 @@ impl Iterator for Synth {
     /// The next event; the stream ends after `records` events.
     fn next(&mut self) -> Option<Event> {
         loop {
-            let earliest = self
-                .open
-                .min_key()
-                .map_or_else(|| self.next_session.ceil() as u64, |k| (k >> 64) as u64);
-            self.open_sessions_until(earliest);
-            if let Some((k, (client, done, left))) = self.open.pop() {
-                let (client, done) = (u64::from(client), u64::from(done));
-                let (tick, order) = ((k >> 64) as u64, k as u64);
-                if left > 1 {
-                    let u = self.session_uniform(order, done);
-                    let gap = round(-self.cfg.session_gap * (1.0 - u).ln());
-                    let next = tick.saturating_add(gap).min(self.cfg.span - 1);
-                    self.open
-                        .push(key(next, order), (client as u32, done as u32 + 1, left - 1));
-                }
+            if let Some(e) = self.chunk.next() {
                 return Some(Event {
-                    tick,
-                    client,
+                    tick: e.tick,
+                    client: u64::from(e.client),
                     // unique below 2^40 sessions (a trillion; wraps, never panics, past that)
-                    seq: order.wrapping_mul(MAX_SESSION).wrapping_add(done),
+                    seq: e
+                        .order
+                        .wrapping_mul(MAX_SESSION)
+                        .wrapping_add(u64::from(e.done)),
                 });
             }
-            // nothing kept is open: more sessions, unless every event is planned
-            if self.planned >= self.cfg.records {
+            if !self.generate_chunk() {
                 return None;
             }
-            let next = self.next_session.ceil().max(earliest as f64 + 1.0);
-            self.open_sessions_until(next as u64);
         }
     }
 }
@@ -343,6 +409,96 @@ mod tests {
         );
     }
 
+    /// The stream as the first generator made it: the earliest event of all open sessions
+    /// popped from a binary heap, sessions opened as the earliest event's tick reaches them.
+    fn reference(cfg: &SynthConfig) -> Vec<Event> {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        let Ok(mut g) = Synth::new(cfg.clone()) else {
+            return Vec::new();
+        };
+        /// An open session: (tick, order, done, client, left).
+        type Open = Reverse<(u64, u64, u64, u64, u64)>;
+        let mut open: BinaryHeap<Open> = BinaryHeap::new();
+        let open_until = |g: &mut Synth, open: &mut BinaryHeap<_>, until: f64| {
+            while g.next_session <= until && g.planned < g.cfg.records {
+                let start = (g.next_session as u64).min(g.cfg.span - 1);
+                let u = g.uniform();
+                let client = g.popularity.client(u).min(g.cfg.clients - 1);
+                let len = (1 + g.exponential(g.cfg.session_len - 1.0).round() as u64)
+                    .min(MAX_SESSION)
+                    .min(g.cfg.records - g.planned);
+                g.planned += len;
+                g.opened += 1;
+                open.push(Reverse((start, g.opened, 0, client, len)));
+                let gap = g.exponential(1.0 / g.sessions_per_tick) / g.rate(g.next_session);
+                g.next_session += gap.max(1e-9);
+            }
+        };
+        let mut out = Vec::new();
+        loop {
+            let earliest = open
+                .peek()
+                .map_or(g.next_session.ceil(), |Reverse(e)| e.0 as f64);
+            open_until(&mut g, &mut open, earliest);
+            if let Some(Reverse((tick, order, done, client, left))) = open.pop() {
+                out.push(Event {
+                    tick,
+                    client,
+                    seq: order * MAX_SESSION + done,
+                });
+                if left > 1 {
+                    let u = session_uniform(cfg.seed, order, done);
+                    let gap = (-cfg.session_gap * (1.0 - u).ln()).round() as u64;
+                    let next = tick.saturating_add(gap).min(cfg.span - 1);
+                    open.push(Reverse((next, order, done + 1, client, left - 1)));
+                }
+            } else if g.planned >= cfg.records {
+                return out;
+            } else {
+                let until = g.next_session.ceil().max(earliest + 1.0);
+                open_until(&mut g, &mut open, until);
+            }
+        }
+    }
+
+    /// Generating a chunk of ticks at a time gives the reference's stream, on random
+    /// configurations (sparse and dense, chunks of one tick to wider than the span, gaps of
+    /// none to past the span) and on one whose gaps pass the calendar's ring of chunks.
+    #[test]
+    fn equals_popping_the_earliest_event() {
+        let mut state = 11;
+        let mut configs: Vec<SynthConfig> = (0..48)
+            .map(|_| {
+                let r = splitmix(&mut state);
+                SynthConfig {
+                    records: 1 + r % 6_000,
+                    span: 1 + (r >> 13) % [10, 3_000, 200_000][(r >> 60) as usize % 3],
+                    day: 1 + (r >> 27) % 100_000,
+                    diurnal: ((r >> 40) % 90) as f64 / 100.0,
+                    clients: 1 + (r >> 47) % 2_000,
+                    zipf: ((r >> 8) % 15) as f64 / 10.0,
+                    session_len: 1.0 + ((r >> 3) % 40) as f64,
+                    session_gap: [0.0, 0.4, 30.0, 5_000.0][(r >> 58) as usize % 4],
+                    seed: r,
+                }
+            })
+            .collect();
+        configs.push(SynthConfig {
+            records: 600_000,
+            span: 10_000_000,
+            day: 10_000_000,
+            clients: 5_000,
+            session_gap: 1_000_000.0,
+            seed: 4,
+            ..SynthConfig::default()
+        });
+        for cfg in configs {
+            let got: Vec<Event> = Synth::new(cfg.clone()).into_iter().flatten().collect();
+            assert_eq!(got, reference(&cfg), "{cfg:?}");
+        }
+    }
+
     /// The first event of a stream is at tick 0 (its first session opens there), whatever the
     /// configuration: the main job takes 0 as the synthetic trace's origin without generating it.
     #[test]
@@ -405,7 +561,8 @@ mod tests {
     }
 
     /// The stream of a fixed configuration is what it has always been: a fingerprint of its
-    /// events (the same one the binary-heap agenda and the full CDF search gave).
+    /// events (the same one the binary-heap agenda, the calendar queue, the full CDF search and the
+    /// chunked generation gave).
     #[test]
     fn a_fixed_configuration_gives_the_same_stream() {
         let cfg = SynthConfig {
