@@ -55,6 +55,84 @@ pub(crate) fn walk_steps<'a>(shards: impl IntoIterator<Item = &'a [Step]>) -> An
     }
     answer
 }
+
+/// Whether a shard holds bits of the level.
+fn held(level: &LevelShard) -> bool {
+    level.modulus.is_some() && !level.words.is_empty()
+}
+
+/// Sets `n` hashes, at their buckets of level `l`, in that level: through the level's own
+/// look-ahead when it is wholly held and blocked and they are many, through the levels' shared
+/// one ([`BlockRing`]) when they are few, probe by probe otherwise.
+fn set_level(
+    levels: &mut [LevelShard],
+    l: usize,
+    n: usize,
+    hashes: impl Iterator<Item = KeyHash>,
+    ring: &mut BlockRing,
+) {
+    match levels[l].blocks() {
+        Some(blocks) if n >= OWN_RING => levels[l].insert_blocks(hashes, blocks),
+        Some(blocks) => {
+            for h in hashes {
+                ring.push(levels, l, h.lo, blocks.reduce(h.lo));
+            }
+        }
+        None => levels[l].insert_each(hashes),
+    }
+}
+
+/// Inserts an epoch's pairs `(lo, hi, point, skip)` that all lie at one `point` (an epoch
+/// within one unit of the resolution, as with the defaults). Each pair is then a distinct key
+/// at the same bucket of a level, so level `l` inserts exactly the pairs whose bits are not set
+/// from a level at or below it (`l < skip`), and no two merge: ordered by how many levels they
+/// need, most first, a level's pairs are a prefix, and no level rewrites them.
+fn insert_at_one_point(
+    levels: &mut [LevelShard],
+    pairs: &[(u64, u64, Tick, u32)],
+    point: Tick,
+    ring: &mut BlockRing,
+) {
+    let top = levels.len();
+    let needs = |skip: u32| (skip as usize).min(top);
+    // counting sort by levels needed, most first
+    let mut counts = vec![0usize; top + 1];
+    for r in pairs {
+        counts[needs(r.3)] += 1;
+    }
+    let mut next = vec![0usize; top + 1];
+    let mut acc = 0;
+    for s in (0..=top).rev() {
+        next[s] = acc;
+        acc += counts[s];
+    }
+    let mut keys = vec![KeyHash { lo: 0, hi: 0 }; pairs.len()];
+    for r in pairs {
+        let s = needs(r.3);
+        keys[next[s]] = KeyHash { lo: r.0, hi: r.1 };
+        next[s] += 1;
+    }
+    // the pairs needing level `l`: those needing more than `l` levels
+    let mut n = pairs.len();
+    for (l, leaving) in counts.iter().take(top).enumerate() {
+        n -= leaving;
+        if n == 0 {
+            break;
+        }
+        if !held(&levels[l]) {
+            continue;
+        }
+        let mix = BucketMix::of(point >> l);
+        set_level(
+            levels,
+            l,
+            n,
+            keys[..n].iter().map(|k| k.at_mixed(mix)),
+            ring,
+        );
+    }
+}
+
 /// A partition's levels as a worker holds them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct PartitionShard {
@@ -147,7 +225,6 @@ impl MergedState {
             .iter_from(first)
             .filter(|&(_, t)| !inside(t))
             .count() as u64;
-        let held = |l: &LevelShard| l.modulus.is_some() && !l.words.is_empty();
         if !part.levels.iter().any(held) {
             return refused;
         }
@@ -187,11 +264,17 @@ impl MergedState {
                 self.recent.record(lo, hi, p, point);
             }
         }
-        // Levels this shard does not hold are skipped over: the pairs are coarsened straight to
-        // the next level it holds. The blocks of wholly held blocked levels are set through one
-        // look-ahead across the levels ([`BlockRing`]).
-        let mut at = 0;
+        // The blocks of wholly held blocked levels with few pairs are set through one look-ahead
+        // across the levels ([`BlockRing`]).
         let mut ring = BlockRing::new();
+        if lo_tick == hi_tick {
+            insert_at_one_point(&mut part.levels, &pairs, lo_tick, &mut ring);
+            ring.finish(&mut part.levels);
+            return refused;
+        }
+        // Levels this shard does not hold are skipped over: the pairs are coarsened straight to
+        // the next level it holds.
+        let mut at = 0;
         for l in 0..part.levels.len() {
             if !held(&part.levels[l]) {
                 continue;
@@ -225,17 +308,7 @@ impl MergedState {
                 let mix = mixes.get((b - first) as usize)?;
                 Some(KeyHash { lo, hi }.at_mixed(*mix))
             });
-            match part.levels[l].blocks() {
-                Some(blocks) if pairs.len() >= OWN_RING => {
-                    part.levels[l].insert_blocks(hashes, blocks);
-                }
-                Some(blocks) => {
-                    for h in hashes {
-                        ring.push(&mut part.levels, l, h.lo, blocks.reduce(h.lo));
-                    }
-                }
-                None => part.levels[l].insert_each(hashes),
-            }
+            set_level(&mut part.levels, l, pairs.len(), hashes, &mut ring);
         }
         ring.finish(&mut part.levels);
         refused

@@ -29,7 +29,7 @@ impl BlockRing {
 
     /// Requests the line of `block` of level `level` (wholly held, blocked) for the hash with
     /// low half `lo`, and sets the bits of the block requested `AHEAD` pushes ago.
-    #[inline]
+    #[inline(always)]
     pub(super) fn push(&mut self, levels: &mut [LevelShard], level: usize, lo: u64, block: u64) {
         let Some(shard) = levels.get(level) else {
             return;

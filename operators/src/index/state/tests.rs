@@ -217,6 +217,40 @@ fn remembered_points_skip_only_levels_already_set() {
     }
 }
 
+/// Epochs that lie within one point of the resolution (as the main job's defaults make them:
+/// 1 s epochs, 1 s resolution) are inserted level by level from one ordering of their keys by
+/// the levels they need; they hold exactly the bits inserting each record sets, for every shard
+/// and both layouts: keys new and recurring (from a point before, or the same point, where a key
+/// needs no level), few records an epoch (the levels' shared look-ahead) and many (each
+/// level's own).
+#[test]
+fn one_point_epochs_insert_like_one_by_one() {
+    for layout in [Layout::Blocked, Layout::Standard] {
+        // 64 ticks a point (an epoch each), and 128 (two epochs a point)
+        for resolution in [64, 128] {
+            let cfg = IndexConfig::builder()
+                .epoch_len(64)
+                .partition_len(1 << 14)
+                .partitions(1)
+                .resolution(resolution)
+                .bits(1 << 18)
+                .layout(layout)
+                .build()
+                .unwrap();
+            for (universe, n) in [(30u64, 5u64), (3_000, 600), (1 << 40, 600)] {
+                for shard in [(0, 1), (0, 2), (1, 2), (2, 3)] {
+                    let record = |epoch: u64, i: u64| {
+                        let r = mix64(epoch * 10_000 + i + universe);
+                        (r % universe, epoch * 64 + (r >> 50) % 64)
+                    };
+                    let what = format!("resolution {resolution}, {universe} keys, {n} an epoch");
+                    assert_config_inserts_like_one_by_one(&cfg, shard, (1, 24, n), record, &what);
+                }
+            }
+        }
+    }
+}
+
 /// Every held level of 64 words or more starts at a cache line, in a fresh state, its clone and
 /// a state restored from a snapshot, so that each 512-bit block of a blocked level is one line.
 #[test]
