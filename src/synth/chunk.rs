@@ -36,8 +36,10 @@ impl Chunk {
         self.ordered.clear();
         self.at = 0;
         let n = self.gathered.len();
-        if n.saturating_mul(4) < width {
-            // a sparse chunk: a comparison sort costs less than a pass over its ticks
+        if n.saturating_mul(16) < width {
+            // a sparse chunk (a tick in 16 holds an event): a comparison sort costs less than a
+            // pass over its ticks (a generator keeping a worker's part of the stream fills its
+            // chunks to that part)
             self.gathered.sort_unstable();
             std::mem::swap(&mut self.gathered, &mut self.ordered);
             return;
