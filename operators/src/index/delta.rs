@@ -243,6 +243,18 @@ impl EpochRecords {
         }
     }
 
+    /// Makes room for `additional` more records (with their `hi` halves when `with_hi`).
+    pub fn reserve(&mut self, additional: usize, with_hi: bool) {
+        self.lo.reserve(additional);
+        if with_hi {
+            self.hi.reserve(additional);
+        }
+        match &mut self.offsets {
+            Offsets::Narrow(v) => v.reserve(additional),
+            Offsets::Wide(v) => v.reserve(additional),
+        }
+    }
+
     /// Number of records.
     pub fn len(&self) -> usize {
         self.lo.len()

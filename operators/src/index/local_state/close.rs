@@ -102,6 +102,9 @@ impl LocalState {
         // A logged epoch's records travel as hashes and the local filter never holds them (it is
         // built when records first go into it); its partition must be one a filter can be built
         // for, and is announced with the allocation that filter would have.
+        if let Some(l) = &log {
+            self.last_logged = l.len();
+        }
         let (log, planned) = match log {
             Some(mut l) => match self.planned(p) {
                 Some(a) => {

@@ -61,6 +61,9 @@ pub(super) struct LocalState {
     log_cap: usize,
     /// Whether shipped hashes carry `hi` (the standard layout).
     with_hi: bool,
+    /// Records the last flushed epoch logged: a new epoch's log is sized for as many (the stream
+    /// tells, rather than each log growing by doubling).
+    last_logged: usize,
 }
 
 impl LocalState {
@@ -92,6 +95,7 @@ impl LocalState {
             ticks: Vec::new(),
             log_cap,
             with_hi,
+            last_logged: 0,
         }
     }
 
@@ -230,7 +234,11 @@ impl LocalState {
 
     fn open_epoch(&mut self, e: u64, cap: impl FnOnce() -> Capability<u64>) {
         let start = self.config.epoch_start(e);
-        let log = (self.log_cap > 0).then(|| EpochRecords::new(start, self.config.epoch_len()));
+        let log = (self.log_cap > 0).then(|| {
+            let mut log = EpochRecords::new(start, self.config.epoch_len());
+            log.reserve(self.last_logged.min(self.log_cap), self.with_hi);
+            log
+        });
         self.open.entry(e).or_insert_with(|| OpenEpoch {
             cap: cap(),
             buffer: Held::default(),
