@@ -298,6 +298,11 @@ impl LevelShard {
         }
     }
 
+    /// Whether this shard holds any bits of the level.
+    pub(super) fn holds_bits(&self) -> bool {
+        self.modulus.is_some() && !self.words.is_empty()
+    }
+
     /// Bits of the level this shard holds.
     pub(super) fn held_bits(&self) -> u64 {
         let end = (self.held().end as u64 * 64).min(self.shape.bits);

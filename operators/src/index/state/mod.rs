@@ -56,11 +56,6 @@ pub(crate) fn walk_steps<'a>(shards: impl IntoIterator<Item = &'a [Step]>) -> An
     answer
 }
 
-/// Whether a shard holds bits of the level.
-fn held(level: &LevelShard) -> bool {
-    level.modulus.is_some() && !level.words.is_empty()
-}
-
 /// Sets `n` hashes, at their buckets of level `l`, in that level: through the level's own
 /// look-ahead when it is wholly held and blocked and they are many, through the levels' shared
 /// one ([`BlockRing`]) when they are few, probe by probe otherwise.
@@ -119,7 +114,7 @@ fn insert_at_one_point(
         if n == 0 {
             break;
         }
-        if !held(&levels[l]) {
+        if !levels[l].holds_bits() {
             continue;
         }
         let mix = BucketMix::of(point >> l);
@@ -225,7 +220,7 @@ impl MergedState {
             .iter_from(first)
             .filter(|&(_, t)| !inside(t))
             .count() as u64;
-        if !part.levels.iter().any(held) {
+        if !part.levels.iter().any(LevelShard::holds_bits) {
             return refused;
         }
         // Sorted by key then tick, a key's records of one bucket are neighbours at every level:
@@ -276,7 +271,7 @@ impl MergedState {
         // the next level it holds.
         let mut at = 0;
         for l in 0..part.levels.len() {
-            if !held(&part.levels[l]) {
+            if !part.levels[l].holds_bits() {
                 continue;
             }
             // A pair whose bits are set from a level at or below this one (`set_from ≤ l`)
@@ -376,7 +371,7 @@ impl MergedState {
         part.levels
             .iter()
             .enumerate()
-            .filter(|(_, l)| l.modulus.is_some() && !l.words.is_empty())
+            .filter(|(_, l)| l.holds_bits())
             .map(|(i, l)| LevelStats::from_counts(i as u32, l.held_bits(), l.ones, l.shape.hashes))
             .collect()
     }
