@@ -8,7 +8,7 @@
 use chronobloom::core::temporal::TimeRange;
 use chronobloom::operators::timely;
 use chronobloom::operators::{
-    Dedup, DedupConfig, DedupMode, IndexConfig, TemporalIndex, Timed, TimedDedup,
+    Dedup, DedupConfig, DedupMode, IndexConfig, Placement, TemporalIndex, Timed, TimedDedup,
     TimedTemporalIndex,
 };
 use chronobloom::synth::splitmix;
@@ -44,7 +44,7 @@ fn records(n: u64, seed: u64) -> Vec<(u64, u64, u64)> {
         .collect()
 }
 
-fn configs(mode: DedupMode) -> (DedupConfig, IndexConfig) {
+fn configs(mode: DedupMode, placement: Placement) -> (DedupConfig, IndexConfig) {
     let dedup = DedupConfig::builder()
         .window(25)
         .epoch_len(EPOCH)
@@ -59,21 +59,31 @@ fn configs(mode: DedupMode) -> (DedupConfig, IndexConfig) {
         .partition_len(1_000)
         .partitions(20)
         .bits(40_000)
+        .placement(placement)
         .seed(3)
         .build()
         .unwrap();
     (dedup, index)
 }
 
-/// Runs the records on `workers` threads; `stamp(tick)` is each record's timestamp (`None`:
-/// the tick-stamped operators).
-fn run(
+/// A record's timestamp from its tick and the worker sending it.
+type Stamp = fn(u64, usize) -> u64;
+
+/// Runs the records on `workers` threads; `stamp(tick, worker)` is each record's timestamp
+/// (`None`: the tick-stamped operators).
+fn run(recs: &[(u64, u64, u64)], mode: DedupMode, workers: usize, stamp: Option<Stamp>) -> Outcome {
+    run_placed(recs, mode, Placement::Replicated, workers, stamp)
+}
+
+/// [`run`] with the merged state placed by `placement`.
+fn run_placed(
     recs: &[(u64, u64, u64)],
     mode: DedupMode,
+    placement: Placement,
     workers: usize,
-    stamp: Option<fn(u64) -> u64>,
+    stamp: Option<Stamp>,
 ) -> Outcome {
-    let (dedup, index) = configs(mode);
+    let (dedup, index) = configs(mode, placement);
     let recs = Arc::new(recs.to_vec());
     let out: Arc<Mutex<Outcome>> = Arc::default();
     let o = Arc::clone(&out);
@@ -116,7 +126,7 @@ fn run(
             (plain_in, timed_in, q_in)
         });
         for &(t, k, id) in recs.iter().filter(|r| r.2 % peers as u64 == me as u64) {
-            let ts = stamp.map_or(t, |f| f(t));
+            let ts = stamp.map_or(t, |f| f(t, me));
             if ts > *plain.time() {
                 plain.advance_to(ts);
                 timed.advance_to(ts);
@@ -151,7 +161,7 @@ fn event_time_decides_indexes_and_answers_as_tick_timestamps() {
     for mode in [DedupMode::ByKey, DedupMode::Local] {
         for workers in [1, 2] {
             let ticked = run(&recs, mode, workers, None);
-            let epoch_start: fn(u64) -> u64 = |t| t / EPOCH * EPOCH;
+            let epoch_start: Stamp = |t, _| t / EPOCH * EPOCH;
             let timed = run(&recs, mode, workers, Some(epoch_start));
             assert!(!ticked.0.is_empty() && ticked.0.len() < recs.len());
             assert_eq!(
@@ -168,19 +178,48 @@ fn event_time_decides_indexes_and_answers_as_tick_timestamps() {
 #[test]
 fn any_lower_bound_timestamp_gives_the_same_outcome() {
     let recs = records(2_000, 12);
-    let epoch_start: fn(u64) -> u64 = |t| t / EPOCH * EPOCH;
+    let epoch_start: Stamp = |t, _| t / EPOCH * EPOCH;
     // two epochs behind: records of several epochs share a timestamp
-    let coarse: fn(u64) -> u64 = |t| (t / EPOCH).saturating_sub(2) * EPOCH;
+    let coarse: Stamp = |t, _| (t / EPOCH).saturating_sub(2) * EPOCH;
     let a = run(&recs, DedupMode::ByKey, 2, Some(epoch_start));
     let b = run(&recs, DedupMode::ByKey, 2, Some(coarse));
     assert_eq!((a.0, a.1, a.2), (b.0, b.1, b.2));
+}
+
+/// Workers whose timestamps lag their ticks by different amounts: an epoch's outputs are stamped
+/// with its records' least timestamp, so its shipments, merges and digest updates come at
+/// different times from different workers, and each epoch's digest must still wait for all of
+/// them (not for the first one's time).
+#[test]
+fn workers_stamping_differently_give_the_same_outcome() {
+    let recs = records(3_000, 14);
+    let epoch_start: Stamp = |t, _| t / EPOCH * EPOCH;
+    // odd workers stamp a record up to four epochs behind its own, in steps of four epochs
+    let skewed: Stamp = |t, w| match w % 2 {
+        0 => t / EPOCH * EPOCH,
+        _ => (t / EPOCH).saturating_sub(4) / 4 * 4 * EPOCH,
+    };
+    for (mode, placement) in [
+        (DedupMode::ByKey, Placement::Sharded),
+        (DedupMode::Local, Placement::Replicated),
+    ] {
+        for workers in [2, 3] {
+            let a = run_placed(&recs, mode, placement, workers, Some(epoch_start));
+            let b = run_placed(&recs, mode, placement, workers, Some(skewed));
+            let case = format!("{mode:?}, {placement:?}, {workers} workers");
+            assert_eq!(a.0, b.0, "passed records, {case}");
+            assert_eq!(a.1, b.1, "answers, {case}");
+            assert_eq!(a.2, b.2, "digests, {case}");
+            assert_eq!((b.3, b.4), (0, 0), "nothing is late");
+        }
+    }
 }
 
 #[test]
 fn late_records_are_counted_and_placed_at_their_timestamp() {
     // every record's timestamp is 5 ticks past its tick: all are late
     let recs = records(500, 13);
-    let ahead: fn(u64) -> u64 = |t| t + 5;
+    let ahead: Stamp = |t, _| t + 5;
     let late = run(&recs, DedupMode::ByKey, 1, Some(ahead));
     assert_eq!(late.3, recs.len() as u64, "dedup counts every late record");
     assert_eq!(

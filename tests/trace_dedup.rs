@@ -419,3 +419,47 @@ fn synthetic_parts_give_the_same_result_for_any_worker_count() {
     }
     assert_eq!(seen[0], seen[1]);
 }
+
+/// Runs the binary, killing it (and failing) if it has not finished within `secs` seconds.
+fn run_within(args: &[&str], secs: u64) -> Output {
+    let mut child = Command::new(binary())
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().ok();
+            panic!("trace_dedup {args:?} did not finish within {secs} s: waiting on itself?");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A reader runs at most a few epochs ahead (`--in-flight 1`, `--in-flight-records 1`) on a
+/// sparse input, whose moves span several epochs each: an epoch's outputs are stamped with its
+/// records' least timestamp, so a reader must never wait for outputs that need it further on.
+/// Every worker count and mode finishes (within a minute; seconds normally) with the digest of
+/// one worker.
+#[test]
+fn readers_kept_close_to_the_dataflow_finish_with_the_same_digest() {
+    let base = ["--synthetic", "20000", "--json", "--digest"];
+    let digest = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        json(&run_within(&args, 60))["digest"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let single = digest(&[]);
+    for extra in [
+        &["-w", "2", "--in-flight", "1"][..],
+        &["-w", "3", "--in-flight-records", "1"],
+        &["-w", "2", "--in-flight", "1", "--mode", "local"],
+    ] {
+        assert_eq!(digest(extra), single, "{extra:?}");
+    }
+}

@@ -3,9 +3,10 @@
 //! sparse capture (`data/real.pcap`: 17 records a second for an hour, 3,600 one-second epochs)
 //! spent most of its run on them. So a reader sends a later epoch's records at the time it has
 //! (a lower bound of their ticks, as the operators expect) and moves only once it has sent
-//! enough records since the last move, once its records span enough epochs (every epoch the
-//! operators close at once leaves a few messages of stats and digests, so a move over thousands of
-//! a sparse capture's epochs held thousands of them at once), once enough wall-clock time has
+//! enough records since the last move, once its records span enough epochs (a time stands for
+//! every epoch of its records, the operators stamping an epoch's outputs with its records' least
+//! timestamp, and the further apart the times, the further ahead of a time the dataflow may need
+//! the readers before its outputs are out), once enough wall-clock time has
 //! passed (a paced or live input is decided as promptly as before), or when something needs the
 //! time (a checkpoint boundary, a record too far past the time for its offset). Decisions do not
 //! change: the operators take each record by its own tick.

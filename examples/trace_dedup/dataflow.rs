@@ -89,9 +89,23 @@ pub struct Gathered {
 /// input moves every epoch, a sparse one every few dozen or hundred.
 const ADVANCE_RECORDS: u64 = 4 * BATCH as u64;
 
-/// Epochs a reader's records may span before it moves its inputs on ([`Advance`]): each epoch
-/// the operators close leaves a few stats and digest messages, which a move closes at once.
-const ADVANCE_EPOCHS: u64 = 64;
+/// Epochs a reader's records may span before it moves its inputs on ([`Advance`]). The operators
+/// stamp an epoch's outputs with the least timestamp of its records, so the epochs of one move
+/// cost the progress tracking of one time, not one each (`data/real.pcap`, 17 records a second:
+/// 420 M instructions on one worker and 720 M on two with a time per epoch; 358 M and 518 M at 4
+/// epochs a move, 320 M and 429 M at 16). But a time then stands for every epoch of its move,
+/// and stages that wait for an epoch's last tick chain them ([`SPAN_REACH`]): a reader that waits
+/// for the dataflow must not wait for more than that reach behind it, which bounds how few epochs
+/// it may run ahead; at 4 that is 9 epochs, within what `--in-flight-records` allows a dense
+/// capture anyway.
+const ADVANCE_EPOCHS: u64 = 4;
+
+/// How far past the epochs of a time the dataflow may need every reader to be before that time's
+/// outputs are complete: a time's records span at most [`ADVANCE_EPOCHS`] epochs; the local index
+/// and the dedup close them once the input passes their last; the merge of an epoch waits for
+/// every shipment stamped up to its last tick (those of one more span), and the digest of an
+/// epoch for every merge stamped up to its last tick (one more).
+const SPAN_REACH: u64 = 3 * (ADVANCE_EPOCHS - 1);
 
 /// Wall-clock time after which a reader moves its inputs on to a later epoch however few records
 /// it sent ([`Advance`]): a paced or live input's epochs close as they end.
@@ -354,13 +368,12 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 // stay bounded, and a round trip between processes per epoch is not waited for.
                 // Waiting parks the thread (after timely's short spin): on two cores a spinning
                 // worker takes the core a peer's reader or network thread needs.
-                let behind = ahead.begin(e) * epoch;
+                // never for outputs that need this reader itself further on (see SPAN_REACH)
+                let wait = ahead.begin(e).min(e.saturating_sub(SPAN_REACH));
+                let behind = wait * epoch;
                 worker.step_or_park_while(None, || probe.less_than(&behind));
                 // every worker's statistics of the epochs before `behind` are in
-                out.borrow_mut()
-                    .report
-                    .totals
-                    .settle(e.saturating_sub(job.in_flight));
+                out.borrow_mut().report.totals.settle(wait);
                 bar.set_position(tally.records);
             }
             if ckpt.is_some() {

@@ -104,7 +104,8 @@ use view::ViewDelta;
 pub struct DedupStreams<'scope, D> {
     /// The records that passed, at their own timestamps.
     pub passed: StreamVec<'scope, u64, D>,
-    /// Each worker's statistics per epoch, at the epoch's last tick.
+    /// Each worker's statistics per epoch, at the least timestamp of the epoch's records (at most
+    /// its last tick).
     pub stats: StreamVec<'scope, u64, DedupStats>,
 }
 
@@ -167,8 +168,10 @@ impl<'scope, D: ExchangeData> Dedup<'scope, D> for StreamVec<'scope, u64, D> {
 /// their ticks ([`crate::timed`]): the decisions of [`Dedup`] (see the [module docs](self)),
 /// taken an epoch at a time once the frontier (the watermark) has passed the epoch, so the
 /// per-record cost does not depend on how fine the ticks are. Passed records come out as
-/// `(tick, record)` at the least timestamp their epoch's records had (at least the epoch's first
-/// tick). A record whose tick is below its timestamp is **late**: decided at its timestamp and
+/// `(tick, record)` at the least timestamp their epoch's records had, and the epoch's statistics
+/// at the same time: an input whose timestamps each carry several epochs' records (a reader that
+/// moves its time on every few epochs) gives the operators downstream one time to track for them,
+/// not one per epoch. A record whose tick is below its timestamp is **late**: decided at its timestamp and
 /// counted in [`DedupStats::late`].
 ///
 /// ```

@@ -21,7 +21,9 @@ use timely::dataflow::StreamVec;
 /// A record is a key; its tick is its **dataflow timestamp** (`u64` ticks, identity mapping; this
 /// is the adapter of [`TimedLocalIndex`], where records carry their own ticks). The epoch closes
 /// when the input frontier passes its last tick; the worker then sends every worker a
-/// [`Shipment`] stamped with the epoch's last tick: the epoch's records as key hashes with tick
+/// [`Shipment`] stamped with the least timestamp of the epoch's records (the epochs of records
+/// sent at one timestamp go out at that time, one time for the merge to track instead of one per
+/// epoch): the epoch's records as key hashes with tick
 /// offsets while they are fewer bytes than the partition's words, otherwise the changed words of
 /// every level (all of them to every worker when replicated, the levels each worker owns when
 /// sharded), each level sparse, bitmap or dense, whichever is smallest. Records of later epochs
@@ -118,10 +120,18 @@ impl<'scope, K: Key + 'static> LocalIndex<'scope> for StreamVec<'scope, u64, K> 
 ///     captured
 /// });
 /// let shipments: Vec<_> = captured.iter()
-///     .flat_map(|e| match e { Event::Messages(_, s) => s, Event::Progress(_) => vec![] })
+///     .flat_map(|e| match e {
+///         Event::Messages(t, s) => {
+///             let t = *t.least().unwrap();
+///             s.into_iter().map(|s| (t, s)).collect()
+///         }
+///         Event::Progress(_) => vec![],
+///     })
 ///     .collect();
-/// assert_eq!(shipments.iter().map(|s| s.epoch).collect::<Vec<_>>(), vec![0, 1]);
-/// let late: u64 = shipments.iter().filter_map(|s| s.local.as_ref()).map(|l| l.late).sum();
+/// // both epochs at timestamp 0, the least their records had
+/// let when: Vec<(u64, u64)> = shipments.iter().map(|(t, s)| (*t, s.epoch)).collect();
+/// assert_eq!(when, vec![(0, 0), (0, 1)]);
+/// let late: u64 = shipments.iter().filter_map(|(_, s)| s.local.as_ref()).map(|l| l.late).sum();
 /// assert_eq!(late, 1);
 /// ```
 pub trait TimedLocalIndex<'scope> {

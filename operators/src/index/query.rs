@@ -43,9 +43,10 @@ pub enum IndexEvent<K> {
     /// A query's answer, at the last tick of its answering epoch (or at the query's own time,
     /// when later).
     Answer(QueryAnswer<K>),
-    /// The merged state's digest after an epoch, at the epoch's last tick.
+    /// The merged state's digest after an epoch, at the least time of the epoch's shipments (at
+    /// most its last tick).
     Digest(EpochDigest),
-    /// A worker's statistics for an epoch, at the epoch's last tick.
+    /// A worker's statistics for an epoch, at the least time of the epoch's shipments.
     Stats(EpochStats),
 }
 
@@ -95,7 +96,7 @@ pub trait MergeQuery<'scope> {
     ) -> StreamVec<'scope, u64, IndexEvent<K>>;
 }
 
-/// Shipments of one epoch waiting to be merged.
+/// Shipments of one epoch waiting to be merged, with a capability at the least of their times.
 struct Inbox {
     cap: Capability<u64>,
     shipments: Vec<Shipment>,
@@ -338,6 +339,7 @@ fn sharded<'scope, K: Key + ExchangeData + Clone>(
         ShardEvent::Stats(s) => Some(IndexEvent::Stats(s)),
         _ => None,
     });
+    let config = config.clone();
     let digests = events
         .flat_map(|e| match e {
             ShardEvent::Update(u) => Some(u),
@@ -346,6 +348,9 @@ fn sharded<'scope, K: Key + ExchangeData + Clone>(
         .broadcast()
         .unary_frontier(Pipeline, "ShardDigest", move |default_cap, _| {
             drop(default_cap);
+            // An epoch's updates from every owner: at the least of their times (each owner's at
+            // the least time of the epoch's shipments, at most its last tick), complete once the
+            // frontier passes the epoch's last tick.
             let mut stash: BTreeMap<u64, (Capability<u64>, Vec<DigestUpdate>)> = BTreeMap::new();
             move |(input, frontier), output| {
                 let mut table = table.borrow_mut();
@@ -354,16 +359,18 @@ fn sharded<'scope, K: Key + ExchangeData + Clone>(
                     let Some(&t) = cap.least() else { return };
                     for batch in data {
                         for u in batch.drain(..) {
-                            stash
+                            let slot = stash
                                 .entry(u.epoch)
-                                .or_insert_with(|| (cap.delayed(&t, port), Vec::new()))
-                                .1
-                                .push(u);
+                                .or_insert_with(|| (cap.delayed(&t, port), Vec::new()));
+                            if *slot.0.time() > t {
+                                slot.0 = cap.delayed(&t, port);
+                            }
+                            slot.1.push(u);
                         }
                     }
                 });
                 while let Some(entry) = stash.first_entry() {
-                    if frontier.less_equal(entry.get().0.time()) {
+                    if frontier.less_equal(&config.epoch_last(*entry.key())) {
                         break;
                     }
                     let (epoch, (cap, updates)) = entry.remove_entry();
@@ -429,14 +436,14 @@ where
                             let Some(c) = cap.retain_least(port) else {
                                 return;
                             };
-                            inbox
-                                .entry(s.epoch)
-                                .or_insert_with(|| Inbox {
-                                    cap: c,
-                                    shipments: Vec::new(),
-                                })
-                                .shipments
-                                .push(s);
+                            let slot = inbox.entry(s.epoch).or_insert_with(|| Inbox {
+                                cap: c.clone(),
+                                shipments: Vec::new(),
+                            });
+                            if slot.cap.time() > c.time() {
+                                slot.cap = c;
+                            }
+                            slot.shipments.push(s);
                         }
                     }
                 });

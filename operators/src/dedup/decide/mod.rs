@@ -29,7 +29,7 @@ type Stamp = (Tick, u64);
 /// An epoch whose records wait for the frontier to pass it, as two parallel arrays: the passes
 /// over every record read its 16-byte `(tick, fingerprint)` stamp, not the record.
 pub(super) struct PendingEpoch<D> {
-    /// At the least timestamp of the epoch's records (at least the epoch's first tick).
+    /// At the least timestamp of the epoch's records.
     pub cap: Capability<u64>,
     /// `(tick, fingerprint)` of each record.
     pub stamps: Vec<Stamp>,
@@ -39,6 +39,7 @@ pub(super) struct PendingEpoch<D> {
 
 /// An epoch with records or received deltas whose stats are not out yet.
 struct OpenEpoch {
+    /// At the least timestamp of the epoch's records (or of the delta that opened it).
     cap: Capability<u64>,
     stats: DedupStats,
     /// Bytes of fingerprinted records received (`ByKey`, several workers).
@@ -162,8 +163,7 @@ impl<D: ExchangeData> DecideState<D> {
         if self.config.mode() == DedupMode::ByKey && source as usize != self.me {
             let bytes = super::route::wire_bytes(batch);
             let e = self.config.epoch_of(ts);
-            let last = self.config.epoch_last(e);
-            let open = self.open_epoch(e, || epoch_cap(last));
+            let open = self.open_epoch(e, || epoch_cap(ts));
             open.bytes_in = open.bytes_in.saturating_add(bytes);
         }
         // A run of records in one epoch goes into that epoch's buffers, looked up once.
@@ -171,7 +171,6 @@ impl<D: ExchangeData> DecideState<D> {
         while let Some(&(t, _)) = records.peek() {
             let e = self.config.epoch_of(t.max(ts));
             let (first, last) = (self.config.epoch_start(e), self.config.epoch_last(e));
-            let at = first.max(ts);
             let reserve = self.last_epoch_len;
             let spare = &mut self.spare;
             let slot = self.pending.entry(e).or_insert_with(|| {
@@ -179,13 +178,13 @@ impl<D: ExchangeData> DecideState<D> {
                     .pop()
                     .unwrap_or_else(|| (Vec::with_capacity(reserve), Vec::with_capacity(reserve)));
                 PendingEpoch {
-                    cap: pass_cap(at),
+                    cap: pass_cap(ts),
                     stamps,
                     records,
                 }
             });
-            if *slot.cap.time() > at {
-                slot.cap = pass_cap(at);
+            if *slot.cap.time() > ts {
+                slot.cap = pass_cap(ts);
             }
             let mut out = match self.view {
                 Some(_) => Some(self.outgoing.entry(e).or_insert_with(|| Outgoing {
@@ -205,7 +204,10 @@ impl<D: ExchangeData> DecideState<D> {
                     out.keys.push(fp);
                 }
             }
-            let open = self.open_epoch(e, || epoch_cap(last));
+            let open = self.open_epoch(e, || epoch_cap(ts));
+            if *open.cap.time() > ts {
+                open.cap = epoch_cap(ts);
+            }
             open.stats.late = open.stats.late.saturating_add(late);
         }
     }

@@ -250,7 +250,8 @@ impl LocalState {
 
     /// Accepts a batch of `(tick, key)` records stamped `ts`: hashes each key once, places a late
     /// record (tick below `ts`) at `ts`, and hands each run of records of one epoch to
-    /// [`Self::insert_run`], opening the epoch with `cap(its last tick)` when needed.
+    /// [`Self::insert_run`], opening the epoch with `cap(ts)` when needed (an epoch's capability
+    /// is at the least timestamp of its records).
     pub(super) fn accept<K: Key>(
         &mut self,
         ts: Tick,
@@ -276,8 +277,11 @@ impl LocalState {
                 .iter()
                 .take_while(|&&t| (first..=last).contains(&t))
                 .count();
-            self.open_epoch(e, || cap(last));
+            self.open_epoch(e, || cap(ts));
             if let Some(epoch) = self.open.get_mut(&e) {
+                if *epoch.cap.time() > ts {
+                    epoch.cap = cap(ts);
+                }
                 epoch.stats.late += std::mem::take(&mut late);
             }
             self.insert_run(e, &hashes[i..i + n], &ticks[i..i + n]);
