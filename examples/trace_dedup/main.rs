@@ -258,6 +258,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
         collect_epochs: args.plot.is_some(),
         progress: !args.json,
         in_flight: args.in_flight.unwrap_or(match args.mode {
+            cli::Mode::Bykey if layout.processes > 1 => inflight::EPOCHS_BYKEY_PROCESSES,
             cli::Mode::Bykey => inflight::EPOCHS_BYKEY,
             cli::Mode::Local => inflight::EPOCHS_LOCAL,
         }),
