@@ -135,8 +135,9 @@ pub struct Args {
     pub reader_index_share: u32,
     /// Epochs a reader may run ahead of the dataflow's output (bounds the records in flight; more
     /// hides the latency between processes). Default 64 in `bykey` (256 with several processes),
-    /// 16 in `local`, where every epoch in flight also holds the other workers' keys; at least 9 (a reader's time stands for
-    /// up to 4 epochs, and the dataflow may need a reader 9 epochs past a time to finish it).
+    /// 16 in `local`, where every epoch in flight also holds the other workers' keys; at least 9
+    /// (a reader's time stands for up to 4 epochs, and the dataflow may need a reader 9 epochs
+    /// past a time to finish it).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub in_flight: Option<u64>,
     /// Records a reader may have read in the epochs not yet through the dataflow (bounds the

@@ -171,8 +171,8 @@ impl<'scope, D: ExchangeData> Dedup<'scope, D> for StreamVec<'scope, u64, D> {
 /// `(tick, record)` at the least timestamp their epoch's records had, and the epoch's statistics
 /// at the same time: an input whose timestamps each carry several epochs' records (a reader that
 /// moves its time on every few epochs) gives the operators downstream one time to track for them,
-/// not one per epoch. A record whose tick is below its timestamp is **late**: decided at its timestamp and
-/// counted in [`DedupStats::late`].
+/// not one per epoch. A record whose tick is below its timestamp is **late**: decided at its
+/// timestamp and counted in [`DedupStats::late`].
 ///
 /// ```
 /// use timely::dataflow::operators::{Capture, Input};

@@ -1,10 +1,11 @@
 //! Per-epoch, per-worker statistics of the dedup operator ([`crate::Dedup`]).
 //!
 //! A worker emits one [`DedupStats`] for every epoch in which it received records or view deltas,
-//! at the least timestamp of the epoch's records (at most its last tick), once they are decided. No record can be refused: every
-//! `u64` tick and every key is valid, so nothing a user sends is dropped for a reason other than
-//! being a (possible) duplicate. What can be refused is a view delta for an epoch this worker has
-//! inserted already, from a peer that does not follow the protocol ([`DedupStats::refused_deltas`]).
+//! at the least timestamp of the epoch's records (at most its last tick), once they are decided.
+//! No record can be refused: every `u64` tick and every key is valid, so nothing a user sends is
+//! dropped for a reason other than being a (possible) duplicate. What can be refused is a view
+//! delta for an epoch this worker has inserted already, from a peer that does not follow the
+//! protocol ([`DedupStats::refused_deltas`]).
 
 use super::config::DedupMode;
 use serde::{Deserialize, Serialize};

@@ -23,12 +23,12 @@ use timely::dataflow::StreamVec;
 /// when the input frontier passes its last tick; the worker then sends every worker a
 /// [`Shipment`] stamped with the least timestamp of the epoch's records (the epochs of records
 /// sent at one timestamp go out at that time, one time for the merge to track instead of one per
-/// epoch): the epoch's records as key hashes with tick
-/// offsets while they are fewer bytes than the partition's words, otherwise the changed words of
-/// every level (all of them to every worker when replicated, the levels each worker owns when
-/// sharded), each level sparse, bitmap or dense, whichever is smallest. Records of later epochs
-/// wait in a bounded buffer until their epoch is the earliest open one, so a shipment holds
-/// exactly its epoch's records. Records at or past the horizon are counted, not indexed.
+/// epoch): the epoch's records as key hashes with tick offsets while they are fewer bytes than
+/// the partition's words, otherwise the changed words of every level (all of them to every worker
+/// when replicated, the levels each worker owns when sharded), each level sparse, bitmap or dense,
+/// whichever is smallest. Records of later epochs wait in a bounded buffer until their epoch is
+/// the earliest open one, so a shipment holds exactly its epoch's records. Records at or past the
+/// horizon are counted, not indexed.
 ///
 /// ```
 /// use timely::dataflow::operators::{Capture, Input};
