@@ -15,6 +15,7 @@
 //! traits ([`LocalIndex`], [`TemporalIndex`], [`Dedup`]) adapt to that one code path. Configuration errors are returned by
 //! [`IndexConfigBuilder::build`] before a dataflow starts; bad records are counted, never panic.
 
+mod batched;
 pub mod checkpoint;
 pub mod dedup;
 pub mod differential;

@@ -81,6 +81,7 @@ pub use config::{DedupConfig, DedupConfigBuilder, DedupMode, MAX_SHARDS, MAX_WIN
 pub use resume::{DedupCheckpoint, DedupSnapshot};
 pub use shard::MAX_SHARD_CELLS;
 
+use crate::batched::ByTime;
 use crate::checkpoint::CheckpointError;
 use crate::timed::{AtTicks, Timed};
 use chronobloom_core::hash::{CanonicalBytes, Key};
@@ -359,20 +360,27 @@ fn build<'scope, D: ExchangeData>(
             for (cap, delta) in state.ship(r_frontier) {
                 delta_out.session(&cap).give(delta);
             }
+            // the epochs closed now, a message per time (see `batched`)
+            let (mut stats, mut passed) = (ByTime::default(), ByTime::default());
             while let Some((e, epoch)) = state.next_epoch(r_frontier, d_frontier) {
                 let first = state.config.epoch_start(e);
-                for (cap, stats) in state.finished(Some(first), r_frontier, d_frontier) {
-                    side_out.session(&cap).give(stats);
+                for (cap, s) in state.finished(Some(first), r_frontier, d_frontier) {
+                    stats.push(cap, s);
                 }
                 state.retire(Some(first));
-                let mut passed = state.decide(e, epoch.stamps, epoch.records);
-                passed_out.session(&epoch.cap).give_container(&mut passed);
+                passed.add(epoch.cap, state.decide(e, epoch.stamps, epoch.records));
             }
             let horizon = state.horizon(r_frontier);
-            for (cap, stats) in state.finished(horizon, r_frontier, d_frontier) {
-                side_out.session(&cap).give(stats);
+            for (cap, s) in state.finished(horizon, r_frontier, d_frontier) {
+                stats.push(cap, s);
             }
             state.retire(horizon);
+            for (cap, mut s) in stats.take() {
+                side_out.session(&cap).give_container(&mut s);
+            }
+            for (cap, mut p) in passed.take() {
+                passed_out.session(&cap).give_container(&mut p);
+            }
         }
     });
     deltas_out.connect_loop(handle);

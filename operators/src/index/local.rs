@@ -4,6 +4,7 @@
 use super::config::IndexConfig;
 use super::delta::Shipment;
 use super::local_state::LocalState;
+use crate::batched::ByTime;
 use crate::timed::Timed;
 use chronobloom_core::hash::Key;
 use chronobloom_core::temporal::{Allocation, Tick};
@@ -192,8 +193,13 @@ pub(super) fn build<'scope, K: Key + 'static>(
                 });
                 state.alloc_head = Some(a_frontier.frontier().as_option().copied());
                 let head = frontier.frontier().as_option().copied();
+                // one message per time (see `batched`)
+                let mut closed = ByTime::default();
                 for (cap, shipments) in state.close_before(head) {
-                    output.session(&cap).give_iterator(shipments.into_iter());
+                    closed.add(cap, shipments);
+                }
+                for (cap, mut shipments) in closed.take() {
+                    output.session(&cap).give_container(&mut shipments);
                 }
                 input.for_each_stamp(|cap, data| {
                     let Some(&t) = cap.least() else { return };

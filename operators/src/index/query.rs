@@ -6,6 +6,7 @@ use super::delta::Shipment;
 use super::digest::{DigestTable, DigestUpdate, EpochDigest};
 use super::state::{walk_steps, MergedState, Step};
 use super::stats::EpochStats;
+use crate::batched::ByTime;
 use chronobloom_core::hash::{Key, KeyHash};
 use chronobloom_core::temporal::{Allocation, Tick, TimeRange};
 use serde::{Deserialize, Serialize};
@@ -369,6 +370,7 @@ fn sharded<'scope, K: Key + ExchangeData + Clone>(
                         }
                     }
                 });
+                let mut out = ByTime::default();
                 while let Some(entry) = stash.first_entry() {
                     if frontier.less_equal(&config.epoch_last(*entry.key())) {
                         break;
@@ -382,11 +384,15 @@ fn sharded<'scope, K: Key + ExchangeData + Clone>(
                     for u in &updates {
                         table.update(&u.blocks);
                     }
-                    output.session(&cap).give(IndexEvent::Digest(EpochDigest {
+                    let digest = EpochDigest {
                         epoch,
                         worker: me as u32,
                         digest: table.digest(),
-                    }));
+                    };
+                    out.push(cap, IndexEvent::Digest(digest));
+                }
+                for (cap, mut digests) in out.take() {
+                    output.session(&cap).give_container(&mut digests);
                 }
             }
         });
@@ -467,6 +473,8 @@ where
                     }
                 });
                 let complete = |e: u64| !s_frontier.less_equal(&config.epoch_last(e));
+                // merged epochs' events, a message per time (see `batched`)
+                let mut out = ByTime::default();
                 loop {
                     let next_ship = inbox.keys().next().copied();
                     let next_query = held.keys().next().copied();
@@ -530,8 +538,7 @@ where
                                 .sum();
                             stats.shipments_held =
                                 inbox.values().map(|i| i.shipments.len() as u64).sum();
-                            let events = merged(&mut state, created, stats, me);
-                            output.session(&cap).give_iterator(events.into_iter());
+                            out.add(cap, merged(&mut state, created, stats, me));
                         }
                         (_, Some(q)) => {
                             if !complete(q) {
@@ -546,6 +553,9 @@ where
                         }
                         (_, None) => break,
                     }
+                }
+                for (cap, mut events) in out.take() {
+                    output.session(&cap).give_container(&mut events);
                 }
             }
         },
