@@ -443,7 +443,7 @@ fn run_within(args: &[&str], secs: u64) -> Output {
 /// sparse input, whose moves span several epochs each: an epoch's outputs are stamped with its
 /// records' least timestamp, so a reader must never wait for outputs that need it further on.
 /// Every worker count and mode finishes (within a minute; seconds normally) with the digest of
-/// one worker.
+/// one worker, on the synthetic trace (a reader per worker) and on one capture (a sole reader).
 #[test]
 fn readers_kept_close_to_the_dataflow_finish_with_the_same_digest() {
     let base = ["--synthetic", "20000", "--json", "--digest"];
@@ -456,10 +456,34 @@ fn readers_kept_close_to_the_dataflow_finish_with_the_same_digest() {
     };
     let single = digest(&[]);
     for extra in [
-        &["-w", "2", "--in-flight", "1"][..],
+        &["--in-flight", "1"][..],
+        &["-w", "2", "--in-flight", "1"],
         &["-w", "3", "--in-flight-records", "1"],
         &["-w", "2", "--in-flight", "1", "--mode", "local"],
     ] {
         assert_eq!(digest(extra), single, "{extra:?}");
+    }
+    // a sole reader (one capture) goes by its own moves: a sparse capture's span epochs
+    let Some(path) = data("real.pcap") else {
+        return;
+    };
+    let path = path.to_str().unwrap();
+    let capture = |extra: &[&str]| {
+        let args: Vec<&str> = ["--pcap", path, "--json", "--digest"]
+            .iter()
+            .chain(extra)
+            .copied()
+            .collect();
+        json(&run_within(&args, 60))["digest"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let single = capture(&[]);
+    for extra in [
+        &["-w", "2", "--in-flight", "1"][..],
+        &["-w", "2", "--in-flight-records", "1"],
+    ] {
+        assert_eq!(capture(extra), single, "real.pcap {extra:?}");
     }
 }

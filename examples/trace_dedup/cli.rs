@@ -136,12 +136,12 @@ pub struct Args {
     /// Epochs a reader may run ahead of the dataflow's output (bounds the records in flight; more
     /// hides the latency between processes). Default 64 in `bykey` (256 with several processes),
     /// 16 in `local`, where every epoch in flight also holds the other workers' keys; at least 9
-    /// (a reader's time stands for up to 4 epochs, and the dataflow may need a reader 9 epochs
-    /// past a time to finish it).
+    /// with several readers (a reader's time stands for up to 4 epochs, and the dataflow may need
+    /// a reader 9 epochs past a time to finish it; a sole reader goes by its own moves).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub in_flight: Option<u64>,
     /// Records a reader may have read in the epochs not yet through the dataflow (bounds the
-    /// buffers of a dense input when a worker lags the reader), beyond the 9 epochs a reader may
+    /// buffers of a dense input when a worker lags the reader), beyond the epochs a reader may
     /// always run ahead (see `--in-flight`).
     #[arg(long, default_value_t = 1 << 17, value_parser = clap::value_parser!(u64).range(1..))]
     pub in_flight_records: u64,

@@ -94,18 +94,22 @@ const ADVANCE_RECORDS: u64 = 4 * BATCH as u64;
 /// cost the progress tracking of one time, not one each (`data/real.pcap`, 17 records a second:
 /// 420 M instructions on one worker and 720 M on two with a time per epoch; 358 M and 518 M at 4
 /// epochs a move, 320 M and 429 M at 16). But a time then stands for every epoch of its move,
-/// and stages that wait for an epoch's last tick chain them ([`SPAN_REACH`]): a reader that waits
+/// and stages that wait for an epoch's last tick chain them ([`span_reach`]): a reader that waits
 /// for the dataflow must not wait for more than that reach behind it, which bounds how few epochs
-/// it may run ahead; at 4 that is 9 epochs, within what `--in-flight-records` allows a dense
-/// capture anyway.
+/// it may run ahead: 9 at 4 with several readers; a sole reader goes by its own moves, which on a
+/// dense capture span an epoch each and reach nothing.
 const ADVANCE_EPOCHS: u64 = 4;
 
 /// How far past the epochs of a time the dataflow may need every reader to be before that time's
-/// outputs are complete: a time's records span at most [`ADVANCE_EPOCHS`] epochs; the local index
-/// and the dedup close them once the input passes their last; the merge of an epoch waits for
-/// every shipment stamped up to its last tick (those of one more span), and the digest of an
-/// epoch for every merge stamped up to its last tick (one more).
-const SPAN_REACH: u64 = 3 * (ADVANCE_EPOCHS - 1);
+/// outputs are complete, when a time's records span at most `span` epochs: the local index and
+/// the dedup close them once the input passes their last; the merge of an epoch waits for every
+/// shipment stamped up to its last tick (those of one more span), and the digest of an epoch for
+/// every merge stamped up to its last tick (one more). With several readers any of them may have
+/// moved [`ADVANCE_EPOCHS`] at once; a sole reader knows its own moves (a dense capture's are an
+/// epoch each: no reach, and `--in-flight-records` bounds its buffers as it says).
+fn span_reach(span: u64) -> u64 {
+    3 * span.saturating_sub(1)
+}
 
 /// Wall-clock time after which a reader moves its inputs on to a later epoch however few records
 /// it sent ([`Advance`]): a paced or live input's epochs close as they end.
@@ -296,6 +300,9 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             .map(|w| Bundle::with_capacity(w as u32, 0, 0))
             .collect();
         let mut ahead = InFlight::new(job.in_flight, job.in_flight_records);
+        // the most epochs this reader's records at one time have spanned (see `span_reach`)
+        let sole_reader = peers == 1 || job.plan.single_reader();
+        let (mut moved_from, mut widest) = (resume_at / epoch, 1);
         while let Some(rec) = reader.next_hashed(seed) {
             if error.is_some() {
                 break;
@@ -368,8 +375,11 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 // stay bounded, and a round trip between processes per epoch is not waited for.
                 // Waiting parks the thread (after timely's short spin): on two cores a spinning
                 // worker takes the core a peer's reader or network thread needs.
-                // never for outputs that need this reader itself further on (see SPAN_REACH)
-                let wait = ahead.begin(e).min(e.saturating_sub(SPAN_REACH));
+                // never for outputs that need this reader itself further on (see `span_reach`)
+                widest = widest.max(e - moved_from);
+                moved_from = e;
+                let span = if sole_reader { widest } else { ADVANCE_EPOCHS };
+                let wait = ahead.begin(e).min(e.saturating_sub(span_reach(span)));
                 let behind = wait * epoch;
                 worker.step_or_park_while(None, || probe.less_than(&behind));
                 // every worker's statistics of the epochs before `behind` are in
