@@ -27,6 +27,11 @@ pub(super) trait Slot: Copy + Default + Eq + Into<u64> {
     const FP_BITS: u32;
     /// The slot of `fp` (nonzero, below `2^FP_BITS`) with `tag`.
     fn pack(fp: u64, tag: u64) -> Self;
+    /// `fp` (below `2^FP_BITS`) in the slot's own width.
+    fn narrow(fp: u64) -> Self;
+    /// The fingerprint this slot holds, in the slot's own width: comparing a bucket's slots at
+    /// their width lets the compiler compare them all in one vector instruction.
+    fn fingerprint(self) -> Self;
 }
 
 impl Slot for u16 {
@@ -35,6 +40,14 @@ impl Slot for u16 {
     fn pack(fp: u64, tag: u64) -> Self {
         ((fp << TAG_BITS) | tag) as u16
     }
+    #[inline]
+    fn narrow(fp: u64) -> Self {
+        fp as u16
+    }
+    #[inline]
+    fn fingerprint(self) -> Self {
+        self >> TAG_BITS
+    }
 }
 
 impl Slot for u32 {
@@ -42,6 +55,14 @@ impl Slot for u32 {
     #[inline]
     fn pack(fp: u64, tag: u64) -> Self {
         ((fp << TAG_BITS) | tag) as u32
+    }
+    #[inline]
+    fn narrow(fp: u64) -> Self {
+        fp as u32
+    }
+    #[inline]
+    fn fingerprint(self) -> Self {
+        self >> TAG_BITS
     }
 }
 
@@ -262,13 +283,13 @@ impl<S: Slot, const K: usize> Table<S, K> {
     }
 
     /// Bit `i` set iff slot `i` of bucket `b` holds fingerprint `fp` (any tag): a loop the
-    /// compiler turns into one vector compare.
+    /// compiler turns into one vector compare, the slots compared at their own width.
     #[inline]
     fn matches(&self, b: usize, fp: u64) -> u32 {
+        let fp = S::narrow(fp);
         let mut m = 0u32;
         for (i, &s) in self.slots[b * K..(b + 1) * K].iter().enumerate() {
-            let s: u64 = s.into();
-            m |= u32::from(s >> TAG_BITS == fp) << i;
+            m |= u32::from(s.fingerprint() == fp) << i;
         }
         m
     }
