@@ -6,6 +6,7 @@
 use crate::advance::Advance;
 use crate::bundle::Bundle;
 use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
+use crate::gather;
 use crate::inflight::InFlight;
 use crate::source::{Mine, Plan};
 use crate::travel::{flush, send_bundle, send_bundles, JobRecord, Local, Sent, BATCH, ROUTE_BYTES};
@@ -29,7 +30,7 @@ use std::time::Instant;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::Map;
-use timely::dataflow::operators::{Concat, Exchange, Input, Inspect, Probe};
+use timely::dataflow::operators::{Concat, Concatenate, Exchange, Input, Probe};
 use timely::dataflow::ProbeHandle;
 
 /// What the job needs besides the input plan.
@@ -225,46 +226,36 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 let (o1, o2, o3, o4, o5, o6) =
                     (o(&out), o(&out), o(&out), o(&out), o(&out), o(&out));
                 let collect_epochs = job.collect_epochs;
-                dedup
-                    .stats
-                    .exchange(|_| 0)
-                    .inspect(move |s| {
+                let mut ends = vec![
+                    gather::to_leader(dedup.stats, "DedupStats", move |s| {
                         let r = &mut o1.borrow_mut().report;
-                        r.totals.add_dedup(s);
+                        r.totals.add_dedup(&s);
                         if collect_epochs {
-                            r.epochs.push(compact_dedup(s));
+                            r.epochs.push(compact_dedup(&s));
                         }
-                    })
-                    .probe_with(&probe);
-                index
-                    .stats
-                    .exchange(|_| 0)
-                    .inspect(move |s| o2.borrow_mut().report.totals.add_index(s))
-                    .probe_with(&probe);
-                index
-                    .digests
-                    .inspect(move |d| {
+                    }),
+                    gather::to_leader(index.stats, "IndexStats", move |s| {
+                        o2.borrow_mut().report.totals.add_index(&s)
+                    }),
+                    gather::in_place(index.digests, "Digests", move |d| {
                         if d.worker == 0 {
                             o3.borrow_mut().report.totals.add_digest(d.epoch, d.digest);
                         }
-                    })
-                    .probe_with(&probe);
-                index
-                    .answers
-                    .exchange(|_| 0)
-                    .inspect(move |a| o4.borrow_mut().answers.push((a.key.0, a.present, a.probes)))
-                    .probe_with(&probe);
-                let collect = job.collect_passed;
-                dedup
-                    .passed
-                    .flat_map(move |(_, d)| collect.then_some(d.seq))
-                    .exchange(|_| 0)
-                    .inspect(move |&seq| o5.borrow_mut().report.passed.push(seq))
-                    .probe_with(&probe);
-                tallies
-                    .exchange(|_| 0)
-                    .inspect(move |t| o6.borrow_mut().tallies.push(*t))
-                    .probe_with(&probe);
+                    }),
+                    gather::to_leader(index.answers, "Answers", move |a| {
+                        o4.borrow_mut().answers.push((a.key.0, a.present, a.probes))
+                    }),
+                    gather::to_leader(tallies, "Tallies", move |t| o6.borrow_mut().tallies.push(t)),
+                ];
+                // the passed records' positions travel only when asked for (the dedup's stats
+                // stand for its progress otherwise)
+                if job.collect_passed {
+                    let seqs = dedup.passed.map(|(_, d)| d.seq);
+                    ends.push(gather::to_leader(seqs, "Passed", move |seq| {
+                        o5.borrow_mut().report.passed.push(seq)
+                    }));
+                }
+                scope.concatenate(ends).probe_with(&probe);
                 (r_in, x_in, q_in, t_in, (dedup_h, index_h))
             });
 

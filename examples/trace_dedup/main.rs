@@ -18,6 +18,7 @@ mod cluster;
 mod dataflow;
 mod error;
 mod exact;
+mod gather;
 mod inflight;
 mod output;
 mod peers;
