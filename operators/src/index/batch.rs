@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use chronobloom_core::hash::{Key, KeyHash};
 use chronobloom_core::temporal::{Tick, TimeRange};
 use serde::{Deserialize, Serialize};
+use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::StreamVec;
 use timely::ExchangeData;
 
@@ -78,6 +79,7 @@ impl<'scope> MergeKeyBatches<'scope> for StreamVec<'scope, u64, Shipment> {
         Ok(merge_core(
             self,
             batches,
+            Pipeline,
             config,
             std::rc::Rc::new(std::cell::RefCell::new(MergedState::new(config))),
             |b: &KeyBatch<K>| b.range,

@@ -6,6 +6,7 @@ use super::delta::Shipment;
 use super::digest::{DigestTable, DigestUpdate, EpochDigest};
 use super::state::{walk_steps, MergedState, Step};
 use super::stats::EpochStats;
+use super::temporal::IndexStreams;
 use crate::batched::ByTime;
 use chronobloom_core::hash::{Key, KeyHash};
 use chronobloom_core::temporal::{Allocation, Tick, TimeRange};
@@ -13,9 +14,9 @@ use serde::{Deserialize, Serialize};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use timely::dataflow::channels::pact::{Exchange, Pipeline};
+use timely::dataflow::channels::pact::{Exchange, ParallelizationContract, Pipeline};
 use timely::dataflow::operators::generic::Operator;
-use timely::dataflow::operators::vec::{Broadcast, Map};
+use timely::dataflow::operators::vec::{Map, Partition};
 use timely::dataflow::operators::{Capability, Concatenate};
 use timely::dataflow::StreamVec;
 use timely::ExchangeData;
@@ -129,12 +130,23 @@ struct ShardReply<K> {
     steps: Vec<Step>,
 }
 
-/// What an owner's merge emits in the sharded placement.
+/// What an owner's merge emits in the sharded placement: an update goes to every worker.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 enum ShardEvent<K> {
     Reply(ShardReply<K>),
-    Update(DigestUpdate),
+    Update { dest: u32, update: DigestUpdate },
     Stats(EpochStats),
+}
+
+impl<K> ShardEvent<K> {
+    /// The output of the sharded merge's split that takes this event.
+    fn part(&self) -> u64 {
+        match self {
+            ShardEvent::Reply(_) => 0,
+            ShardEvent::Update { .. } => 1,
+            ShardEvent::Stats(_) => 2,
+        }
+    }
 }
 
 impl<'scope> MergeQuery<'scope> for StreamVec<'scope, u64, Shipment> {
@@ -143,11 +155,15 @@ impl<'scope> MergeQuery<'scope> for StreamVec<'scope, u64, Shipment> {
         queries: StreamVec<'scope, u64, (K, TimeRange)>,
         config: &IndexConfig,
     ) -> StreamVec<'scope, u64, IndexEvent<K>> {
-        let scope = self.scope();
-        let merged = fresh_merged(config, scope.index(), scope.peers());
-        let cells = (Rc::new(RefCell::new(merged)), Rc::default());
+        let cells = fresh_cells(config, self.scope().index(), self.scope().peers());
         merge_and_query_with(self, queries, config, cells)
     }
+}
+
+/// A worker's fresh merged state and digest table.
+pub(super) fn fresh_cells(config: &IndexConfig, me: usize, peers: usize) -> MergeCells {
+    let merged = fresh_merged(config, me, peers);
+    (Rc::new(RefCell::new(merged)), Rc::default())
 }
 
 /// A worker's empty merged state for the configured placement.
@@ -162,7 +178,7 @@ pub(super) fn fresh_merged(config: &IndexConfig, me: usize, peers: usize) -> Mer
 pub(super) type MergeCells = (Rc<RefCell<MergedState>>, Rc<RefCell<DigestTable>>);
 
 /// [`MergeQuery::merge_and_query`] on given state.
-pub(super) fn merge_and_query_with<'scope, K: Key + ExchangeData + Clone>(
+fn merge_and_query_with<'scope, K: Key + ExchangeData + Clone>(
     shipments: StreamVec<'scope, u64, Shipment>,
     queries: StreamVec<'scope, u64, (K, TimeRange)>,
     config: &IndexConfig,
@@ -170,7 +186,50 @@ pub(super) fn merge_and_query_with<'scope, K: Key + ExchangeData + Clone>(
 ) -> StreamVec<'scope, u64, IndexEvent<K>> {
     match config.placement() {
         Placement::Replicated => replicated(shipments, queries, config, cells),
+        Placement::Sharded => {
+            let out = sharded(shipments, queries, config, cells);
+            let scope = out.stats.scope();
+            scope.concatenate([
+                out.answers.map(IndexEvent::Answer),
+                out.digests.map(IndexEvent::Digest),
+                out.stats.map(IndexEvent::Stats),
+            ])
+        }
+    }
+}
+
+/// The merge's outputs as typed streams, on given state: what [`MergeQuery::merge_and_query`]
+/// gives, split. The sharded placement makes them typed, without an operator per kind of event
+/// (every operator costs progress tracking at every time).
+pub(super) fn merge_streams_with<'scope, K: Key + ExchangeData + Clone>(
+    shipments: StreamVec<'scope, u64, Shipment>,
+    queries: StreamVec<'scope, u64, (K, TimeRange)>,
+    config: &IndexConfig,
+    cells: MergeCells,
+) -> IndexStreams<'scope, K> {
+    match config.placement() {
+        Placement::Replicated => split(replicated(shipments, queries, config, cells)),
         Placement::Sharded => sharded(shipments, queries, config, cells),
+    }
+}
+
+/// Splits the merge's events into typed streams.
+fn split<'scope, K: ExchangeData + Clone>(
+    events: StreamVec<'scope, u64, IndexEvent<K>>,
+) -> IndexStreams<'scope, K> {
+    IndexStreams {
+        answers: events.clone().flat_map(|e| match e {
+            IndexEvent::Answer(a) => Some(a),
+            _ => None,
+        }),
+        digests: events.clone().flat_map(|e| match e {
+            IndexEvent::Digest(d) => Some(d),
+            _ => None,
+        }),
+        stats: events.flat_map(|e| match e {
+            IndexEvent::Stats(s) => Some(s),
+            _ => None,
+        }),
     }
 }
 
@@ -186,6 +245,7 @@ fn replicated<'scope, K: Key + ExchangeData + Clone>(
     merge_core(
         shipments,
         queries,
+        Pipeline,
         config,
         state,
         |(_, r)| *r,
@@ -229,21 +289,21 @@ fn sharded<'scope, K: Key + ExchangeData + Clone>(
     queries: StreamVec<'scope, u64, (K, TimeRange)>,
     config: &IndexConfig,
     (state, table): MergeCells,
-) -> StreamVec<'scope, u64, IndexEvent<K>> {
+) -> IndexStreams<'scope, K> {
     let scope = shipments.scope();
     let (me, peers) = (scope.index(), scope.peers());
     let mut seq = 0u64;
-    let requests = queries
-        .map(move |(key, range)| {
-            seq += 1;
-            ShardQuery {
-                key,
-                range,
-                origin: me as u32,
-                seq,
-            }
-        })
-        .broadcast();
+    // a copy of each query for every owner, routed to it by the merge's query input
+    let requests = queries.flat_map(move |(key, range)| {
+        seq += 1;
+        let query = ShardQuery {
+            key,
+            range,
+            origin: me as u32,
+            seq,
+        };
+        (0..peers as u64).map(move |dest| (dest, query.clone()))
+    });
     let seed = config.seed();
     let digest = config.digest();
     // Query traffic (received, sent) since the last stats record.
@@ -252,10 +312,11 @@ fn sharded<'scope, K: Key + ExchangeData + Clone>(
     let events = merge_core(
         shipments,
         requests,
+        Exchange::new(|(dest, _): &(u64, ShardQuery<K>)| *dest),
         config,
         state,
-        |q| q.range,
-        move |state, query, issued, epoch| {
+        |(_, q)| q.range,
+        move |state, (_, query), issued, epoch| {
             let steps = state.steps(KeyHash::of(&query.key, seed), query.range);
             let reply = ShardReply {
                 query,
@@ -282,7 +343,12 @@ fn sharded<'scope, K: Key + ExchangeData + Clone>(
                     blocks: state.refresh_blocks(),
                 };
                 sent += wire_bytes(&update) * (peers as u64).saturating_sub(1);
-                out.push(ShardEvent::Update(update));
+                for dest in 0..peers as u32 {
+                    out.push(ShardEvent::Update {
+                        dest,
+                        update: update.clone(),
+                    });
+                }
             } else {
                 state.clear_dirty();
             }
@@ -292,62 +358,65 @@ fn sharded<'scope, K: Key + ExchangeData + Clone>(
             out
         },
     );
-    let answers = events
-        .clone()
-        .flat_map(|e| match e {
-            ShardEvent::Reply(r) => Some(r),
-            _ => None,
-        })
-        .unary(
-            Exchange::new(|r: &ShardReply<K>| u64::from(r.query.origin)),
-            "ShardAnswers",
-            move |default_cap, _| {
-                drop(default_cap);
-                let mut pending: BTreeMap<u64, Vec<ShardReply<K>>> = BTreeMap::new();
-                move |input, output| {
-                    input.for_each_stamp(|cap, data| {
-                        let mut session = output.session(&cap);
-                        for batch in data {
-                            for r in batch.drain(..) {
-                                let seq = r.query.seq;
-                                let replies = pending.entry(seq).or_default();
-                                replies.push(r);
-                                if replies.len() < peers {
-                                    continue;
-                                }
-                                let Some(replies) = pending.remove(&seq) else {
-                                    continue;
-                                };
-                                let a = walk_steps(replies.iter().map(|r| r.steps.as_slice()));
-                                let Some(first) = replies.into_iter().next() else {
-                                    continue;
-                                };
-                                session.give(IndexEvent::Answer(QueryAnswer {
-                                    key: first.query.key,
-                                    range: first.query.range,
-                                    issued: first.issued,
-                                    epoch: first.epoch,
-                                    present: a.present,
-                                    probes: a.probes,
-                                }));
+    let mut parts = events.partition(3, |e| (e.part(), e)).into_iter();
+    let (Some(replies), Some(updates), Some(stats)) = (parts.next(), parts.next(), parts.next())
+    else {
+        unreachable!("a partition into 3 gives 3 streams")
+    };
+    let answers = replies.unary(
+        Exchange::new(|e: &ShardEvent<K>| match e {
+            ShardEvent::Reply(r) => u64::from(r.query.origin),
+            _ => 0,
+        }),
+        "ShardAnswers",
+        move |default_cap, _| {
+            drop(default_cap);
+            let mut pending: BTreeMap<u64, Vec<ShardReply<K>>> = BTreeMap::new();
+            move |input, output| {
+                input.for_each_stamp(|cap, data| {
+                    let mut session = output.session(&cap);
+                    for batch in data {
+                        for e in batch.drain(..) {
+                            let ShardEvent::Reply(r) = e else { continue };
+                            let seq = r.query.seq;
+                            let replies = pending.entry(seq).or_default();
+                            replies.push(r);
+                            if replies.len() < peers {
+                                continue;
                             }
+                            let Some(replies) = pending.remove(&seq) else {
+                                continue;
+                            };
+                            let a = walk_steps(replies.iter().map(|r| r.steps.as_slice()));
+                            let Some(first) = replies.into_iter().next() else {
+                                continue;
+                            };
+                            session.give(QueryAnswer {
+                                key: first.query.key,
+                                range: first.query.range,
+                                issued: first.issued,
+                                epoch: first.epoch,
+                                present: a.present,
+                                probes: a.probes,
+                            });
                         }
-                    });
-                }
-            },
-        );
-    let stats = events.clone().flat_map(|e| match e {
-        ShardEvent::Stats(s) => Some(IndexEvent::Stats(s)),
+                    }
+                });
+            }
+        },
+    );
+    let stats = stats.flat_map(|e| match e {
+        ShardEvent::Stats(s) => Some(s),
         _ => None,
     });
     let config = config.clone();
-    let digests = events
-        .flat_map(|e| match e {
-            ShardEvent::Update(u) => Some(u),
-            _ => None,
-        })
-        .broadcast()
-        .unary_frontier(Pipeline, "ShardDigest", move |default_cap, _| {
+    let digests = updates.unary_frontier(
+        Exchange::new(|e: &ShardEvent<K>| match e {
+            ShardEvent::Update { dest, .. } => u64::from(*dest),
+            _ => 0,
+        }),
+        "ShardDigest",
+        move |default_cap, _| {
             drop(default_cap);
             // An epoch's updates from every owner: at the least of their times (each owner's at
             // the least time of the epoch's shipments, at most its last tick), complete once the
@@ -359,7 +428,10 @@ fn sharded<'scope, K: Key + ExchangeData + Clone>(
                 input.for_each_stamp(|cap, data| {
                     let Some(&t) = cap.least() else { return };
                     for batch in data {
-                        for u in batch.drain(..) {
+                        for e in batch.drain(..) {
+                            let ShardEvent::Update { update: u, .. } = e else {
+                                continue;
+                            };
                             let slot = stash
                                 .entry(u.epoch)
                                 .or_insert_with(|| (cap.delayed(&t, port), Vec::new()));
@@ -389,14 +461,19 @@ fn sharded<'scope, K: Key + ExchangeData + Clone>(
                         worker: me as u32,
                         digest: table.digest(),
                     };
-                    out.push(cap, IndexEvent::Digest(digest));
+                    out.push(cap, digest);
                 }
                 for (cap, mut digests) in out.take() {
                     output.session(&cap).give_container(&mut digests);
                 }
             }
-        });
-    scope.concatenate([answers, stats, digests])
+        },
+    );
+    IndexStreams {
+        answers,
+        digests,
+        stats,
+    }
 }
 
 /// What one epoch's merge applied: the partitions created, with their allocations.
@@ -408,9 +485,10 @@ pub(crate) struct Merged {
 /// answered by `answer` against exactly their answering epoch; `merged` turns each merged epoch's
 /// statistics into output events.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn merge_core<'scope, Q, O>(
+pub(crate) fn merge_core<'scope, Q, O, P>(
     shipments: StreamVec<'scope, u64, Shipment>,
     queries: StreamVec<'scope, u64, Q>,
+    query_pact: P,
     config: &IndexConfig,
     state: Rc<RefCell<MergedState>>,
     range_of: impl Fn(&Q) -> TimeRange + 'static,
@@ -420,6 +498,7 @@ pub(crate) fn merge_core<'scope, Q, O>(
 where
     Q: 'static,
     O: 'static,
+    P: ParallelizationContract<u64, Vec<Q>>,
 {
     let config = config.clone();
     let me = shipments.scope().index() as u32;
@@ -427,7 +506,7 @@ where
     shipments.binary_frontier(
         queries,
         route,
-        Pipeline,
+        query_pact,
         "MergeQuery",
         move |default_cap, _| {
             drop(default_cap);

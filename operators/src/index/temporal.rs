@@ -5,8 +5,7 @@ use super::config::IndexConfig;
 use super::digest::EpochDigest;
 use super::local::{self, TimedLocalIndex};
 use super::local_state::LocalState;
-use super::query::{fresh_merged, merge_and_query_with};
-use super::query::{IndexEvent, MergeQuery, QueryAnswer};
+use super::query::{fresh_cells, fresh_merged, merge_streams_with, QueryAnswer};
 use super::resume::{IndexCells, IndexCheckpoint, IndexSnapshot};
 use super::stats::EpochStats;
 use crate::checkpoint::CheckpointError;
@@ -14,7 +13,7 @@ use crate::timed::Timed;
 use chronobloom_core::hash::Key;
 use chronobloom_core::temporal::{Allocation, Tick, TimeRange};
 use timely::dataflow::operators::generic::operator::empty;
-use timely::dataflow::operators::vec::{Broadcast, Map};
+use timely::dataflow::operators::vec::Broadcast;
 use timely::dataflow::StreamVec;
 use timely::ExchangeData;
 
@@ -146,10 +145,8 @@ impl<'scope, K: Key + 'static> TimedTemporalIndex<'scope> for StreamVec<'scope, 
         queries: StreamVec<'scope, u64, (Q, TimeRange)>,
         config: &IndexConfig,
     ) -> IndexStreams<'scope, Q> {
-        split(
-            self.local_index_timed(config)
-                .merge_and_query(queries, config),
-        )
+        let cells = fresh_cells(config, self.scope().index(), self.scope().peers());
+        merge_streams_with(self.local_index_timed(config), queries, config, cells)
     }
 
     fn temporal_index_timed_with_allocations<Q: Key + ExchangeData + Clone>(
@@ -158,10 +155,9 @@ impl<'scope, K: Key + 'static> TimedTemporalIndex<'scope> for StreamVec<'scope, 
         allocations: StreamVec<'scope, u64, (u64, Allocation)>,
         config: &IndexConfig,
     ) -> IndexStreams<'scope, Q> {
-        split(
-            self.local_index_timed_with_allocations(allocations, config)
-                .merge_and_query(queries, config),
-        )
+        let cells = fresh_cells(config, self.scope().index(), self.scope().peers());
+        let shipments = self.local_index_timed_with_allocations(allocations, config);
+        merge_streams_with(shipments, queries, config, cells)
     }
 
     fn temporal_index_timed_resumable<Q: Key + ExchangeData + Clone>(
@@ -203,28 +199,6 @@ fn resumable<'scope, K: Key + 'static, Q: Key + ExchangeData + Clone>(
     };
     let shipments = local::build(records, allocations, cells.local.clone());
     let merge = (cells.merged.clone(), cells.digest.clone());
-    let events = merge_and_query_with(shipments, queries, config, merge);
-    Ok((split(events), IndexCheckpoint { cells }))
-}
-
-/// Splits the merge's events into typed streams.
-fn split<'scope, Q: Key + ExchangeData + Clone>(
-    events: StreamVec<'scope, u64, IndexEvent<Q>>,
-) -> IndexStreams<'scope, Q> {
-    {
-        IndexStreams {
-            answers: events.clone().flat_map(|e| match e {
-                IndexEvent::Answer(a) => Some(a),
-                _ => None,
-            }),
-            digests: events.clone().flat_map(|e| match e {
-                IndexEvent::Digest(d) => Some(d),
-                _ => None,
-            }),
-            stats: events.flat_map(|e| match e {
-                IndexEvent::Stats(s) => Some(s),
-                _ => None,
-            }),
-        }
-    }
+    let streams = merge_streams_with(shipments, queries, config, merge);
+    Ok((streams, IndexCheckpoint { cells }))
 }
