@@ -28,6 +28,7 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::generic::operator::empty;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::Map;
 use timely::dataflow::operators::{Concat, Concatenate, Exchange, Input, Probe};
@@ -150,9 +151,13 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         }));
         let mut error = None;
         let probe = ProbeHandle::new();
+        let tally_probe = ProbeHandle::new();
         // A single capture's records, and in `bykey` every record, go to the worker owning their
-        // key from the reader, so the dedup operator's own routing keeps them all in place.
-        let route = peers > 1 && (job.plan.single_reader() || job.dedup.mode() == DedupMode::ByKey);
+        // key from the reader, so the dedup operator's own routing keeps them all in place (the
+        // synthetic trace's are generated there).
+        let route = peers > 1
+            && !job.plan.generated_by_owner()
+            && (job.plan.single_reader() || job.dedup.mode() == DedupMode::ByKey);
         let seed = job.dedup.seed();
         // Each shard's owner, by which a routed record's shard names its worker.
         let owners: Vec<u64> = (0..job.dedup.shards())
@@ -165,35 +170,26 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 // owning their keys, with their tick as an offset from their timestamp (the
                 // reader's input time).
                 let (r_in, kept) = scope.new_input::<Vec<(Tick, Local)>>();
-                let (x_in, sent) = scope.new_input::<Vec<Sent<D>>>();
-                let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
+                // Every input takes part in the progress round of every move, so the routed
+                // records' input exists only where a reader routes, and the queries' only when
+                // there are some (they are sent when the input ends).
+                let (x_in, records) = if route {
+                    let (x_in, sent) = scope.new_input::<Vec<Sent<D>>>();
+                    (Some(x_in), kept.concat(landed(sent, seed)))
+                } else {
+                    (None, kept)
+                };
+                let (q_in, queries) = if job.queries.is_empty() {
+                    (None, empty(scope))
+                } else {
+                    let (q_in, queries) = scope.new_input::<Vec<(u64, TimeRange)>>();
+                    (Some(q_in), resolve(queries, &job.queries))
+                };
+                // Tallies are sent when the input ends: their input stays at its first time,
+                // watched by a probe of its own.
                 let (t_in, tallies) = scope.new_input::<Vec<WorkerTally>>();
-                let records = kept.concat(sent.exchange(|b: &Sent<D>| u64::from(b.dest)).unary(
-                    Pipeline,
-                    "Landed",
-                    move |_, _| {
-                        move |input, output| {
-                            input.for_each_stamp(|cap, data| {
-                                let Some(&start) = cap.least() else { return };
-                                let mut session = output.session(&cap);
-                                for mut bundle in data.flat_map(|batch| batch.drain(..)) {
-                                    session.give_iterator(bundle.records.into_iter().map(
-                                        |(offset, d)| {
-                                            let local = Local::new(d.seq(), seed, d.digest());
-                                            (start + u64::from(offset), local)
-                                        },
-                                    ));
-                                    if !bundle.near.is_empty() {
-                                        session.give_container(&mut bundle.near);
-                                    }
-                                }
-                            });
-                        }
-                    },
-                ));
                 let key = |d: &Local| *d;
                 let keyed = records.clone();
-                let queries = resolve(queries, &job.queries);
                 // A snapshot that does not fit is reported and the dataflow built fresh, so every
                 // worker still builds the same dataflow; nothing is sent then.
                 let (dedup, dedup_h) = match records
@@ -245,8 +241,9 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                     gather::to_leader(index.answers, "Answers", move |a| {
                         o4.borrow_mut().answers.push((a.key.0, a.present, a.probes))
                     }),
-                    gather::to_leader(tallies, "Tallies", move |t| o6.borrow_mut().tallies.push(t)),
                 ];
+                gather::to_leader(tallies, "Tallies", move |t| o6.borrow_mut().tallies.push(t))
+                    .probe_with(&tally_probe);
                 // the passed records' positions travel only when asked for (the dedup's stats
                 // stand for its progress otherwise)
                 if job.collect_passed {
@@ -279,8 +276,8 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             ADVANCE_WAIT,
         );
         r_in.advance_to(resume_at);
-        x_in.advance_to(resume_at);
-        q_in.advance_to(resume_at);
+        x_in.iter_mut().for_each(|x| x.advance_to(resume_at));
+        q_in.iter_mut().for_each(|q| q.advance_to(resume_at));
         t_in.advance_to(resume_at);
         let ckpt = job.checkpoints.as_ref();
         let mut next_ckpt = ckpt.map(|c| c.next_after(resume_at));
@@ -334,11 +331,12 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             if let Some(e) = advance.check(rec.tick, due) {
                 let t = e * epoch;
                 flush(&mut kept, &mut r_in);
-                tally.routed_bytes += send_bundles(&mut sent, &mut x_in);
                 r_in.advance_to(t);
-                x_in.advance_to(t);
-                q_in.advance_to(t);
-                t_in.advance_to(t);
+                if let Some(x) = x_in.as_mut() {
+                    tally.routed_bytes += send_bundles(&mut sent, x);
+                    x.advance_to(t);
+                }
+                q_in.iter_mut().for_each(|q| q.advance_to(t));
                 if let (Some(c), Some(b)) = (ckpt, next_ckpt.filter(|&b| t >= b)) {
                     // A barrier: every record before `t` decided, indexed and reported.
                     worker.step_or_park_while(None, || probe.less_than(&t));
@@ -391,8 +389,8 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                     let offset = advance.offset(rec.tick);
                     bundle.records.push((offset, D::from_parts(seq, digest)));
                 }
-                if bundle.len() == BATCH {
-                    tally.routed_bytes += send_bundle(&mut x_in, bundle);
+                if let Some(x) = x_in.as_mut().filter(|_| bundle.len() == BATCH) {
+                    tally.routed_bytes += send_bundle(x, bundle);
                 }
             } else {
                 kept.push((rec.tick, local));
@@ -406,13 +404,15 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             }
         }
         flush(&mut kept, &mut r_in);
-        tally.routed_bytes += send_bundles(&mut sent, &mut x_in);
+        if let Some(x) = x_in.as_mut() {
+            tally.routed_bytes += send_bundles(&mut sent, x);
+        }
         if let Some(m) = expected_mark.filter(|&m| m != mark) {
             error = error.or(Some(changed_input(m, mark)));
         }
         let left = reader.tally();
         (tally.late, tally.bad, tally.not_ip) = (left.late, left.bad, left.not_ip);
-        if me == 0 {
+        if let Some(q_in) = q_in.as_mut().filter(|_| me == 0) {
             let now = last_tick.max(*q_in.time());
             q_in.advance_to(now);
             for i in 0..job.queries.len() as u64 {
@@ -421,7 +421,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         }
         t_in.send(tally);
         drop((r_in, x_in, q_in, t_in));
-        worker.step_or_park_while(None, || !probe.done());
+        worker.step_or_park_while(None, || !probe.done() || !tally_probe.done());
         bar.finish_and_clear();
         let mut g = Rc::try_unwrap(out)
             .map(RefCell::into_inner)
@@ -432,6 +432,32 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         g
     })?;
     guards.join().into_iter().collect()
+}
+
+/// Records routed to this worker, unbundled: a bundle's records carry their tick as an offset
+/// from its time (the reader's input time); records from a worker of this process arrive whole.
+fn landed<'s, D: JobRecord>(
+    sent: timely::dataflow::StreamVec<'s, u64, Sent<D>>,
+    seed: u64,
+) -> timely::dataflow::StreamVec<'s, u64, (Tick, Local)> {
+    sent.exchange(|b: &Sent<D>| u64::from(b.dest))
+        .unary(Pipeline, "Landed", move |_, _| {
+            move |input, output| {
+                input.for_each_stamp(|cap, data| {
+                    let Some(&start) = cap.least() else { return };
+                    let mut session = output.session(&cap);
+                    for mut bundle in data.flat_map(|batch| batch.drain(..)) {
+                        session.give_iterator(bundle.records.into_iter().map(|(offset, d)| {
+                            let local = Local::new(d.seq(), seed, d.digest());
+                            (start + u64::from(offset), local)
+                        }));
+                        if !bundle.near.is_empty() {
+                            session.give_container(&mut bundle.near);
+                        }
+                    }
+                });
+            }
+        })
 }
 
 /// Reads, before any worker starts, the checkpointed state of this process's workers (so a

@@ -138,6 +138,12 @@ impl Plan {
         }
     }
 
+    /// Whether each worker generates exactly the records of the keys it owns (the synthetic
+    /// trace), so none has to travel to its owner.
+    pub fn generated_by_owner(&self) -> bool {
+        matches!(self.input, Input::Synthetic(..))
+    }
+
     /// The earliest first timestamp over the files (0 for the synthetic trace, whose first
     /// session opens at its first tick: not generated for it, which would build the clients'
     /// popularity table once more).
