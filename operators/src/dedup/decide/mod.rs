@@ -493,7 +493,8 @@ impl<D: ExchangeData> DecideState<D> {
         }
         s.slack = self.config.slack();
         s.records_buffered = self.pending.values().map(|p| p.records.len() as u64).sum();
-        let mut shard_fpr = Vec::new();
+        let mut shard_fpr = Vec::with_capacity(self.shards.len());
+        s.slices.reserve(self.shards.len());
         for (i, f) in self.shards.iter().enumerate() {
             let Some(f) = f else { continue };
             let (fill, fpr) = f.occupancy(last);

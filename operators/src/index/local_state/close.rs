@@ -224,8 +224,13 @@ impl LocalState {
         if let Some(pbf) = self.filters.get(&p) {
             return Some(pbf.allocation());
         }
+        if let Some((_, a)) = self.planned.as_ref().filter(|(q, _)| *q == p) {
+            return Some(a.clone());
+        }
         let (points, layout) = (self.config.points(), self.config.layout());
-        Pbf2::planned_allocation(points, self.resolve(p)?, layout).ok()
+        let a = Pbf2::planned_allocation(points, self.resolve(p)?, layout).ok()?;
+        self.planned = Some((p, a.clone()));
+        Some(a)
     }
 }
 

@@ -64,6 +64,9 @@ pub(super) struct LocalState {
     /// Records the last flushed epoch logged: a new epoch's log is sized for as many (the stream
     /// tells, rather than each log growing by doubling).
     last_logged: usize,
+    /// The last partition's planned allocation (`planned`), derived once: a sparse input's
+    /// epochs ship as records, and each would plan it again.
+    pub(super) planned: Option<(u64, Allocation)>,
 }
 
 impl LocalState {
@@ -96,6 +99,7 @@ impl LocalState {
             log_cap,
             with_hi,
             last_logged: 0,
+            planned: None,
         }
     }
 

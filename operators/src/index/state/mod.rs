@@ -368,12 +368,17 @@ impl MergedState {
         let Some(part) = self.partitions.get(&p) else {
             return Vec::new();
         };
-        part.levels
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| l.holds_bits())
-            .map(|(i, l)| LevelStats::from_counts(i as u32, l.held_bits(), l.ones, l.shape.hashes))
-            .collect()
+        let mut out = Vec::with_capacity(part.levels.len());
+        out.extend(
+            part.levels
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.holds_bits())
+                .map(|(i, l)| {
+                    LevelStats::from_counts(i as u32, l.held_bits(), l.ones, l.shape.hashes)
+                }),
+        );
+        out
     }
 
     /// Creates partition `p` with `allocation` unless it exists; false when the allocation does
