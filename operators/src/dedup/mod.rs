@@ -95,6 +95,7 @@ use std::rc::Rc;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
+use timely::dataflow::operators::generic::operator::empty;
 use timely::dataflow::operators::generic::OutputBuilder;
 use timely::dataflow::operators::{ConnectLoop, Feedback};
 use timely::dataflow::StreamVec;
@@ -297,7 +298,14 @@ fn build<'scope, D: ExchangeData>(
     } else {
         fingerprinted
     };
-    let (handle, deltas) = scope.feedback::<Vec<ViewDelta>>(1);
+    // Only `Local` with several workers exchanges view deltas; elsewhere the loop carrying
+    // them back would only add an operator and a cycle to every time's progress round.
+    let (handle, deltas) = if config.mode() == DedupMode::Local && peers > 1 {
+        let (handle, deltas) = scope.feedback::<Vec<ViewDelta>>(1);
+        (Some(handle), deltas)
+    } else {
+        (None, empty(scope))
+    };
     let shared = Rc::new(RefCell::new(state));
     let checkpoint = DedupCheckpoint {
         state: Rc::clone(&shared) as Rc<RefCell<dyn resume::Export>>,
@@ -383,6 +391,8 @@ fn build<'scope, D: ExchangeData>(
             }
         }
     });
-    deltas_out.connect_loop(handle);
+    if let Some(handle) = handle {
+        deltas_out.connect_loop(handle);
+    }
     (DedupStreams { passed, stats }, checkpoint)
 }
