@@ -34,37 +34,28 @@ pub(super) trait Slot: Copy + Default + Eq + Into<u64> {
     fn fingerprint(self) -> Self;
 }
 
-impl Slot for u16 {
-    const FP_BITS: u32 = 16 - TAG_BITS;
-    #[inline]
-    fn pack(fp: u64, tag: u64) -> Self {
-        ((fp << TAG_BITS) | tag) as u16
-    }
-    #[inline]
-    fn narrow(fp: u64) -> Self {
-        fp as u16
-    }
-    #[inline]
-    fn fingerprint(self) -> Self {
-        self >> TAG_BITS
-    }
+/// The slot widths: 16 and 32 bits.
+macro_rules! slot {
+    ($t:ty, $bits:expr) => {
+        impl Slot for $t {
+            const FP_BITS: u32 = $bits - TAG_BITS;
+            #[inline]
+            fn pack(fp: u64, tag: u64) -> Self {
+                ((fp << TAG_BITS) | tag) as $t
+            }
+            #[inline]
+            fn narrow(fp: u64) -> Self {
+                fp as $t
+            }
+            #[inline]
+            fn fingerprint(self) -> Self {
+                self >> TAG_BITS
+            }
+        }
+    };
 }
-
-impl Slot for u32 {
-    const FP_BITS: u32 = 32 - TAG_BITS;
-    #[inline]
-    fn pack(fp: u64, tag: u64) -> Self {
-        ((fp << TAG_BITS) | tag) as u32
-    }
-    #[inline]
-    fn narrow(fp: u64) -> Self {
-        fp as u32
-    }
-    #[inline]
-    fn fingerprint(self) -> Self {
-        self >> TAG_BITS
-    }
-}
+slot!(u16, 16);
+slot!(u32, 32);
 
 /// The tag of a slot word.
 #[inline]
