@@ -27,11 +27,11 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::operator::empty;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::Map;
-use timely::dataflow::operators::{Concat, Concatenate, Exchange, Input, Probe};
+use timely::dataflow::operators::{Concatenate, Input, Probe};
 use timely::dataflow::ProbeHandle;
 
 /// What the job needs besides the input plan.
@@ -175,7 +175,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 // there are some (they are sent when the input ends).
                 let (x_in, records) = if route {
                     let (x_in, sent) = scope.new_input::<Vec<Sent<D>>>();
-                    (Some(x_in), kept.concat(landed(sent, seed)))
+                    (Some(x_in), landed(kept, sent, seed))
                 } else {
                     (None, kept)
                 };
@@ -434,30 +434,39 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
     guards.join().into_iter().collect()
 }
 
-/// Records routed to this worker, unbundled: a bundle's records carry their tick as an offset
-/// from its time (the reader's input time); records from a worker of this process arrive whole.
+/// The records a worker takes: those its reader kept, and those routed to it, unbundled (a
+/// bundle's records carry their tick as an offset from its time, the reader's input time;
+/// records from a worker of this process arrive whole). One operator: every operator is in every
+/// move's progress round.
 fn landed<'s, D: JobRecord>(
+    kept: timely::dataflow::StreamVec<'s, u64, (Tick, Local)>,
     sent: timely::dataflow::StreamVec<'s, u64, Sent<D>>,
     seed: u64,
 ) -> timely::dataflow::StreamVec<'s, u64, (Tick, Local)> {
-    sent.exchange(|b: &Sent<D>| u64::from(b.dest))
-        .unary(Pipeline, "Landed", move |_, _| {
-            move |input, output| {
-                input.for_each_stamp(|cap, data| {
-                    let Some(&start) = cap.least() else { return };
-                    let mut session = output.session(&cap);
-                    for mut bundle in data.flat_map(|batch| batch.drain(..)) {
-                        session.give_iterator(bundle.records.into_iter().map(|(offset, d)| {
-                            let local = Local::new(d.seq(), seed, d.digest());
-                            (start + u64::from(offset), local)
-                        }));
-                        if !bundle.near.is_empty() {
-                            session.give_container(&mut bundle.near);
-                        }
+    let to_dest = Exchange::new(|b: &Sent<D>| u64::from(b.dest));
+    kept.binary(sent, Pipeline, to_dest, "Landed", move |_, _| {
+        move |kept, sent, output| {
+            kept.for_each_stamp(|cap, data| {
+                let mut session = output.session(&cap);
+                for batch in data {
+                    session.give_container(batch);
+                }
+            });
+            sent.for_each_stamp(|cap, data| {
+                let Some(&start) = cap.least() else { return };
+                let mut session = output.session(&cap);
+                for mut bundle in data.flat_map(|batch| batch.drain(..)) {
+                    session.give_iterator(bundle.records.into_iter().map(|(offset, d)| {
+                        let local = Local::new(d.seq(), seed, d.digest());
+                        (start + u64::from(offset), local)
+                    }));
+                    if !bundle.near.is_empty() {
+                        session.give_container(&mut bundle.near);
                     }
-                });
-            }
-        })
+                }
+            });
+        }
+    })
 }
 
 /// Reads, before any worker starts, the checkpointed state of this process's workers (so a

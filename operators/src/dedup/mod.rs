@@ -93,7 +93,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use timely::container::CapacityContainerBuilder;
-use timely::dataflow::channels::pact::{Exchange, Pipeline};
+use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
 use timely::dataflow::operators::generic::operator::empty;
 use timely::dataflow::operators::generic::OutputBuilder;
@@ -291,13 +291,9 @@ fn build<'scope, D: ExchangeData>(
     let peers = scope.peers();
     let config = state.config.clone();
     let (fp, routed) = state.fingerprint_and_routed();
-    let fingerprinted = fingerprint(stream, &config, fp, routed);
-    let records = if config.mode() == DedupMode::ByKey && peers > 1 {
-        use timely::dataflow::operators::Exchange as _;
-        fingerprinted.exchange(|&(dest, _, _): &Bundle<D>| u64::from(dest))
-    } else {
-        fingerprinted
-    };
+    // Bundles go to the worker named in them (this one, unless `ByKey` routes them): the
+    // operator's own input exchanges them, without an operator of its own.
+    let records = fingerprint(stream, &config, fp, routed);
     // Only `Local` with several workers exchanges view deltas; elsewhere the loop carrying
     // them back would only add an operator and a cycle to every time's progress round.
     let (handle, deltas) = if config.mode() == DedupMode::Local && peers > 1 {
@@ -314,7 +310,8 @@ fn build<'scope, D: ExchangeData>(
     // view deltas, whose capabilities follow the input alone (the loop of deltas back to the
     // operators never waits on a worker's deciding).
     let mut builder = OperatorBuilder::new("Dedup".to_owned(), scope);
-    let mut records = builder.new_input(records, Pipeline);
+    let to_dest = Exchange::new(|&(dest, _, _): &Bundle<D>| u64::from(dest));
+    let mut records = builder.new_input(records, to_dest);
     let mut deltas = builder.new_input(deltas, Exchange::new(|d: &ViewDelta| u64::from(d.dest)));
     let (passed_out, passed) = builder.new_output::<Vec<(Tick, D)>>();
     let (side_out, stats) = builder.new_output::<Vec<DedupStats>>();
