@@ -11,6 +11,7 @@
 //! time (a checkpoint boundary, a record too far past the time for its offset). Decisions do not
 //! change: the operators take each record by its own tick.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// The largest offset of a routed record's tick from its input's time (it travels as a `u32`).
@@ -31,6 +32,9 @@ pub struct Advance {
     min_records: u64,
     max_epochs: u64,
     max_wait: Duration,
+    /// The times left in the last `4 · max_epochs` epochs, with the epochs their records spanned
+    /// (1 to `max_epochs`: a record `max_epochs` past the time moves it).
+    recent: VecDeque<(u64, u64)>,
 }
 
 impl Advance {
@@ -54,6 +58,7 @@ impl Advance {
             min_records,
             max_epochs,
             max_wait,
+            recent: VecDeque::new(),
         }
     }
 
@@ -69,7 +74,8 @@ impl Advance {
         if e <= self.open {
             return None;
         }
-        let new_epoch = std::mem::replace(&mut self.seen, e) != e;
+        let before = std::mem::replace(&mut self.seen, e);
+        let new_epoch = before != e;
         let moves = self.since >= self.min_records
             || e - self.open >= self.max_epochs
             || tick - self.open * self.epoch_len > MAX_OFFSET
@@ -78,11 +84,28 @@ impl Advance {
         if !moves {
             return None;
         }
+        // the records sent at the time left lie in its epochs up to the last one looked at
+        self.recent
+            .push_back((self.open, before.saturating_sub(self.open) + 1));
+        let window = self.max_epochs.saturating_mul(4);
+        while self
+            .recent
+            .front()
+            .is_some_and(|&(t, _)| t.saturating_add(window) < e)
+        {
+            self.recent.pop_front();
+        }
         self.open = e;
         self.open_end = (e + 1).saturating_mul(self.epoch_len);
         self.since = 0;
         self.last_move = Instant::now();
         Some(e)
+    }
+
+    /// The most epochs the records of one recent time spanned (1 when none did more): a time
+    /// further back than `4 · max_epochs` epochs holds up nothing the reader waits for.
+    pub fn widest_recent(&self) -> u64 {
+        self.recent.iter().map(|&(_, span)| span).max().unwrap_or(1)
     }
 
     /// One more record sent at the inputs' time.
@@ -143,5 +166,29 @@ mod tests {
             a.record();
         }
         assert_eq!(moves, [4, 8, 12, 16]);
+    }
+
+    /// The widest recent time is the epochs its records spanned, not how far the next record
+    /// jumped, and a time more than `4 · max_epochs` epochs back no longer counts.
+    #[test]
+    fn the_widest_recent_time_is_its_records_and_ages_out() {
+        let mut a = Advance::new(0, 1000, u64::MAX, 4, HOUR);
+        assert_eq!(a.widest_recent(), 1);
+        // records in epochs 0 to 3 at time 0; the one in epoch 4 moves the inputs
+        for tick in [0, 1000, 2000, 3000] {
+            assert_eq!(a.check(tick, |_| false), None);
+        }
+        assert_eq!(a.check(4000, |_| false), Some(4));
+        assert_eq!(a.widest_recent(), 4);
+        // then a time for every epoch: each spans one
+        for e in 5..=16 {
+            assert_eq!(a.check(e * 1000, |_| true), Some(e));
+        }
+        assert_eq!(a.widest_recent(), 4);
+        assert_eq!(a.check(17_000, |_| true), Some(17));
+        assert_eq!(a.widest_recent(), 1);
+        // a gap: the record 100 epochs on moves the inputs, but time 17 held one epoch's records
+        assert_eq!(a.check(117_000, |_| true), Some(117));
+        assert_eq!(a.widest_recent(), 1);
     }
 }
