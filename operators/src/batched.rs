@@ -1,9 +1,22 @@
-//! Per-epoch outputs gathered by time: an operator that closes several epochs at once, whose
-//! outputs carry one time (the least timestamp of their records), sends them as one message per
-//! time instead of one per epoch. Every message is counted by timely's progress tracking at its
-//! time, so a sparse input's epochs closed together cost one count, not one each.
+//! Per-epoch outputs gathered by time: an epoch's capability is kept at the least timestamp of
+//! its records ([`keep_least`]), and an operator that closes several epochs at once, whose
+//! outputs then carry one time, sends them as one message per time instead of one per epoch.
+//! Every message is counted by timely's progress tracking at its time, so a sparse input's epochs
+//! closed together cost one count, not one each.
 
 use timely::dataflow::operators::Capability;
+
+/// Lowers `cap` to time `t` (a capability made by `at`) when `t` is earlier: an epoch's outputs go
+/// out at the least timestamp of its records.
+pub(crate) fn keep_least(
+    cap: &mut Capability<u64>,
+    t: u64,
+    at: impl FnOnce(u64) -> Capability<u64>,
+) {
+    if *cap.time() > t {
+        *cap = at(t);
+    }
+}
 
 /// Items to send, kept together while they are at one time.
 pub(crate) struct ByTime<D> {
@@ -28,10 +41,7 @@ impl<D> ByTime<D> {
 
     /// Adds one item at `cap`'s time.
     pub(crate) fn push(&mut self, cap: Capability<u64>, item: D) {
-        match self.runs.last_mut() {
-            Some((c, run)) if c.time() == cap.time() => run.push(item),
-            _ => self.runs.push((cap, vec![item])),
-        }
+        self.add(cap, vec![item]);
     }
 
     /// The runs, in the order they were added: one container per time that changed between

@@ -7,7 +7,7 @@ use super::digest::{DigestTable, DigestUpdate, EpochDigest};
 use super::state::{walk_steps, MergedState, Step};
 use super::stats::EpochStats;
 use super::temporal::IndexStreams;
-use crate::batched::ByTime;
+use crate::batched::{keep_least, ByTime};
 use chronobloom_core::hash::{Key, KeyHash};
 use chronobloom_core::temporal::{Allocation, Tick, TimeRange};
 use serde::{Deserialize, Serialize};
@@ -435,9 +435,7 @@ fn sharded<'scope, K: Key + ExchangeData + Clone>(
                             let slot = stash
                                 .entry(u.epoch)
                                 .or_insert_with(|| (cap.delayed(&t, port), Vec::new()));
-                            if *slot.0.time() > t {
-                                slot.0 = cap.delayed(&t, port);
-                            }
+                            keep_least(&mut slot.0, t, |t| cap.delayed(&t, port));
                             slot.1.push(u);
                         }
                     }

@@ -63,6 +63,7 @@ mod resume;
 pub use config::{MembershipConfig, MembershipConfigBuilder};
 pub use resume::{MembershipCheckpoint, MembershipSnapshot};
 
+use crate::batched::keep_least;
 use crate::checkpoint::CheckpointError;
 use chronobloom_core::hash::Key;
 use chronobloom_core::temporal::Tick;
@@ -264,9 +265,7 @@ fn ship<'scope, K: Key + ExchangeData>(
                         let slot = open
                             .entry(e)
                             .or_insert_with(|| (cap.delayed(&t, port), Vec::new(), 0));
-                        if *slot.0.time() > t {
-                            slot.0 = cap.delayed(&t, port);
-                        }
+                        keep_least(&mut slot.0, t, |t| cap.delayed(&t, port));
                         slot.1.push((t / g_len, key.key_hash(config.seed()).lo));
                         slot.2 += u64::from(late);
                     }

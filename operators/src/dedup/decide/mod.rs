@@ -7,6 +7,7 @@ use super::shard::{Found, ShardFilter};
 use super::stats::{DedupStats, Slice, SliceStats};
 use super::view::{ViewDelta, WindowView};
 use super::{Fingerprint, KeyBytes, Routed};
+use crate::batched::keep_least;
 use chronobloom_core::temporal::Tick;
 use order::EpochOrder;
 use repeats::SameTick;
@@ -183,9 +184,7 @@ impl<D: ExchangeData> DecideState<D> {
                     records,
                 }
             });
-            if *slot.cap.time() > ts {
-                slot.cap = pass_cap(ts);
-            }
+            keep_least(&mut slot.cap, ts, &mut pass_cap);
             let mut out = match self.view {
                 Some(_) => Some(self.outgoing.entry(e).or_insert_with(|| Outgoing {
                     cap: delta_cap(last),
@@ -205,9 +204,7 @@ impl<D: ExchangeData> DecideState<D> {
                 }
             }
             let open = self.open_epoch(e, || epoch_cap(ts));
-            if *open.cap.time() > ts {
-                open.cap = epoch_cap(ts);
-            }
+            keep_least(&mut open.cap, ts, &mut epoch_cap);
             open.stats.late = open.stats.late.saturating_add(late);
         }
     }

@@ -8,6 +8,7 @@ use super::delta::EpochRecords;
 use super::held::Held;
 use super::resume::{LocalSnapshot, LocalSnapshotRef};
 use super::stats::{LocalStats, RejectReason};
+use crate::batched::keep_least;
 use crate::checkpoint::CheckpointError;
 use chronobloom_core::bloom::Layout;
 use chronobloom_core::hash::{Key, KeyHash};
@@ -283,9 +284,7 @@ impl LocalState {
                 .count();
             self.open_epoch(e, || cap(ts));
             if let Some(epoch) = self.open.get_mut(&e) {
-                if *epoch.cap.time() > ts {
-                    epoch.cap = cap(ts);
-                }
+                keep_least(&mut epoch.cap, ts, &mut cap);
                 epoch.stats.late += std::mem::take(&mut late);
             }
             self.insert_run(e, &hashes[i..i + n], &ticks[i..i + n]);
