@@ -230,11 +230,13 @@ impl MergedState {
         // record. A key this state inserted at point `q` before has its bits set from level
         // `bitlen(point ⊕ q)` up (`RecentPoints`): a pair carries that level and is not
         // inserted from it on.
-        let mut points: Vec<(u64, u64, Tick)> = records
-            .iter_from(first)
-            .filter(|&(_, t)| inside(t))
-            .map(|(h, t)| (h.lo, h.hi, (t - start) / resolution))
-            .collect();
+        let mut points: Vec<(u64, u64, Tick)> = Vec::with_capacity(records.len());
+        points.extend(
+            records
+                .iter_from(first)
+                .filter(|&(_, t)| inside(t))
+                .map(|(h, t)| (h.lo, h.hi, (t - start) / resolution)),
+        );
         // Shipped records arrive sorted without repeats (`EpochRecords::dedup_points`).
         if !points.is_sorted_by(|a, b| a < b) {
             super::pairs::sort_dedup(&mut points, &mut Vec::new());
