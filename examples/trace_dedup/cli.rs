@@ -137,7 +137,7 @@ pub struct Args {
     /// hides the latency between processes). Default 64 in `bykey` (256 with several processes),
     /// 16 in `local`, where every epoch in flight also holds the other workers' keys; at least 9
     /// with several readers (a reader's time stands for up to 4 epochs, and the dataflow may need
-    /// a reader 9 epochs past a time to finish it; a sole reader, moving every 16 epochs of a
+    /// a reader 9 epochs past a time to finish it; a sole reader, moving every 64 epochs of a
     /// sparse input, goes by its own recent moves).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub in_flight: Option<u64>,

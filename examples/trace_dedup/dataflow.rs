@@ -105,10 +105,11 @@ const ADVANCE_EPOCHS: u64 = 4;
 /// [`ADVANCE_EPOCHS`] for a sole reader (one worker, or one capture read by worker 0), which knows
 /// how many epochs the records of each of its recent times spanned and waits for the dataflow by
 /// the widest ([`Advance::widest_recent`]): a dense capture moves every epoch and reaches
-/// nothing, and a move over 16 epochs holds at most [`ADVANCE_RECORDS`] records, so the 45 epochs
-/// it reaches hold about 3 · [`ADVANCE_RECORDS`]. `data/real.pcap` 262 → 243 M instructions on one
-/// worker, 384 → 325 M on two (against 4 epochs a move).
-const ADVANCE_EPOCHS_SOLE: u64 = 16;
+/// nothing, and a move over 64 epochs holds at most [`ADVANCE_RECORDS`] records, so the 189
+/// epochs it reaches hold about 3 · [`ADVANCE_RECORDS`]. `data/real.pcap` on one worker / two:
+/// 262 / 384 M instructions at 4 epochs a move, 243 / 326 M at 16, 235 / 317 M at 64, and 257 /
+/// 357 M at 256 (a move's burst of epochs then costs more than the rounds it saves).
+const ADVANCE_EPOCHS_SOLE: u64 = 64;
 
 /// How far past the epochs of a time the dataflow may need every reader to be before that time's
 /// outputs are complete, when a time's records span at most `span` epochs: the local index and

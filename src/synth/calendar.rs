@@ -94,14 +94,14 @@ impl<T> Calendar<T> {
         self.cur = chunk;
         let i = (chunk % RING) as usize;
         if self.occupied & 1 << i != 0 {
-            // the list leaves with its allocation and `into`'s empty one takes its place, so
-            // both keep their capacity (a list left empty grew again from nothing)
-            let list = &mut self.ring[i];
+            // the list leaves with its allocation: a list kept its largest chunk's capacity,
+            // and every chunk of the ring passes through each list
+            let list = std::mem::take(&mut self.ring[i]);
             self.len -= list.len();
             if into.is_empty() {
-                std::mem::swap(into, list);
+                *into = list;
             } else {
-                into.append(list);
+                into.extend(list);
             }
             self.occupied &= !(1 << i);
         }
