@@ -16,11 +16,13 @@ use std::time::Duration;
 )]
 pub struct Args {
     /// Captures (pcap or pcapng), or directories of them. One capture is read by one worker and
-    /// its records exchanged; several are split across the workers of all processes.
+    /// its records exchanged; several are split across the workers of all processes. `-` reads
+    /// standard input (`tcpdump -w - | trace_dedup --pcap -`); it, a pipe or a FIFO must be the
+    /// only input, read once as it comes (not with `--verify` or `--out`, which read it again).
     #[arg(long, num_args = 1.., conflicts_with_all = ["csv", "synthetic"])]
     pub pcap: Vec<PathBuf>,
     /// CSV flow lists (`timestamp,src,dst,sport,dport,proto` with a header line), or
-    /// directories of them; split like captures.
+    /// directories of them; split like captures, `-` for standard input as with `--pcap`.
     #[arg(long, num_args = 1.., conflicts_with = "synthetic")]
     pub csv: Vec<PathBuf>,
     /// A synthetic trace of this many records (the default input is a synthetic trace too).

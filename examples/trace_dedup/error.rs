@@ -116,6 +116,31 @@ pub enum JobError {
         /// Why.
         reason: String,
     },
+    /// Standard input, a pipe or a FIFO among several inputs, which are opened once ahead for
+    /// their first timestamps (a stream can be read only once).
+    #[error(
+        "{input} is read as it comes and can only be the one input; --{flag} got {inputs} \
+         (several inputs are opened ahead for their first timestamps): save it to a file"
+    )]
+    StreamAmongSeveral {
+        /// The stream's name.
+        input: String,
+        /// `pcap` or `csv`.
+        flag: &'static str,
+        /// How many inputs were given.
+        inputs: usize,
+    },
+    /// A stream input with a flag that reads the input again after the job.
+    #[error(
+        "--{flag} reads the input a second time after the job, and {input} is read as it \
+         comes: save it to a file first"
+    )]
+    StreamReadTwice {
+        /// The stream's name.
+        input: String,
+        /// `verify` or `out`.
+        flag: &'static str,
+    },
     /// The input held no IP record.
     #[error("{input}: no IP records")]
     NoRecords {

@@ -25,6 +25,7 @@ mod peers;
 mod plot;
 mod queries;
 mod source;
+mod stream;
 mod totals;
 mod travel;
 mod verify;
@@ -142,6 +143,7 @@ fn flag_error(e: chronobloom::operators::Error, args: &cli::Args) -> JobError {
             ("dedup", "expected_items") => {
                 Some(("--expected-keys", args.expected_keys.to_string()))
             }
+            ("dedup", "shards") => Some(("--dedup-shards", args.dedup_shards.to_string())),
             (_, "epoch_len") => Some(("--epoch", duration(args.epoch))),
             ("index", "partitions") => {
                 Some(("--index-partitions", args.index_partitions.to_string()))

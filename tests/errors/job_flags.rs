@@ -181,7 +181,9 @@ fn j33_dedup_shards_outside_1_to_4096_refused() {
     for n in ["0", "4097"] {
         job_says(
             &["--dedup-shards", n],
-            &format!("invalid dedup configuration `shards`: {n} is outside 1..=4096"),
+            &format!(
+                "--dedup-shards {n}: invalid dedup configuration `shards`: {n} is outside 1..=4096"
+            ),
         );
     }
 }
@@ -486,5 +488,110 @@ fn j30_records_past_index_horizon_counted_and_reported() {
     assert!(
         stdout.contains("not indexed 1 ({\"beyond_horizon\":1})"),
         "{stdout}"
+    );
+}
+
+/// Runs the job with `stdin` written to it through a pipe (a thread writes it, so a job that
+/// stops early only closes the pipe).
+fn run_piped(args: &[&str], stdin: Vec<u8>) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(binary())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        // a job that refuses its input closes the pipe: the write may fail
+        let _ = pipe.write_all(&stdin);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+/// [`job_says`] for a job reading `stdin` from a pipe.
+fn piped_job_says(args: &[&str], stdin: Vec<u8>, message: &str) {
+    let out = run_piped(args, stdin);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert_eq!(stderr, format!("trace_dedup: {message}\n"), "{args:?}");
+}
+
+#[test]
+fn j34_stream_among_several_inputs_refused() {
+    let d = dir();
+    let p = write(&d, "one.pcap", &capture(&record(1, 0, &frame(|_| {}))));
+    let input = capture(&record(2, 0, &frame(|_| {})));
+    piped_job_says(
+        &["--pcap", text(&p), "-"],
+        input.clone(),
+        "standard input is read as it comes and can only be the one input; --pcap got 2 \
+         (several inputs are opened ahead for their first timestamps): save it to a file",
+    );
+    // a FIFO is a stream too, as is a directory's
+    let fifo = d.path().join("live.pcap");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        job_says(
+            &["--pcap", text(d.path())],
+            &format!(
+                "{} is read as it comes and can only be the one input; --pcap got 2 (several \
+                 inputs are opened ahead for their first timestamps): save it to a file",
+                fifo.display()
+            ),
+        );
+    }
+}
+
+#[test]
+fn j35_stream_with_a_flag_that_reads_the_input_again_refused() {
+    let input = capture(&record(1, 0, &frame(|_| {})));
+    for flag in ["verify", "out"] {
+        let out = std::env::temp_dir().join("never-written.csv");
+        let args: Vec<&str> = match flag {
+            "verify" => vec!["--pcap", "-", "--verify"],
+            _ => vec!["--pcap", "-", "--out", text(&out)],
+        };
+        piped_job_says(
+            &args,
+            input.clone(),
+            &format!(
+                "--{flag} reads the input a second time after the job, and standard input is \
+                 read as it comes: save it to a file first"
+            ),
+        );
+    }
+}
+
+#[test]
+fn j36_standard_input_that_is_not_a_capture_refused() {
+    piped_job_says(
+        &["--pcap", "-"],
+        HEADER.as_bytes().to_vec(),
+        "standard input is not a pcap or pcapng capture (it starts with 0x74696d65); use --csv \
+         for flow lists",
+    );
+    piped_job_says(
+        &["--pcap", "-"],
+        Vec::new(),
+        "standard input is truncated: it ends inside the file header starting at byte offset 0",
+    );
+    // a flow list on standard input is read as a file is
+    let flows = format!("{HEADER}1.0,10.0.0.1,10.0.0.2,1,2,6\n2.0,10.0.0.1,10.0.0.2,1,2,6\n");
+    let out = run_piped(&["--csv", "-", "--json"], flows.into_bytes());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (r["records"].as_u64(), r["input"].as_str()),
+        (Some(2), Some("csv standard input"))
     );
 }
