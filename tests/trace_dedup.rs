@@ -546,3 +546,72 @@ fn a_capture_read_as_it_comes_gives_what_the_file_gives() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Ctrl-C ends the input, not the job: a capture piped in is cut by SIGINT halfway (the rest
+/// arrives after it), and the job reports the records it read before it — about half, the same
+/// number with one and two workers and for the exact baseline — marked `interrupted`, exit code
+/// 0. A second Ctrl-C stops a job still waiting for input at once (exit code 130).
+#[test]
+fn ctrl_c_ends_the_input_and_the_job_reports_what_it_read() {
+    use std::io::Write;
+    use std::process::Stdio;
+    use std::time::Duration;
+    let Some(path) = data("real.pcap") else {
+        return;
+    };
+    let bytes = std::fs::read(&path).unwrap();
+    let half = bytes.len() / 2;
+    let interrupt = |pid: u32| {
+        let sent = Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status();
+        assert!(sent.is_ok_and(|s| s.success()), "kill -INT {pid}");
+    };
+    let spawn = |args: &[&str]| {
+        Command::new(binary())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let all = json(&run(&["--pcap", path.to_str().unwrap(), "--json"]))["records"]
+        .as_u64()
+        .unwrap();
+    let mut read = Vec::new();
+    for extra in [&["-w", "1"][..], &["-w", "2"], &["--exact"]] {
+        let args = [&["--pcap", "-", "--json"][..], extra].concat();
+        let mut child = spawn(&args);
+        let mut pipe = child.stdin.take().unwrap();
+        pipe.write_all(&bytes[..half]).unwrap();
+        // the job reads the first half and waits inside a packet for the rest
+        std::thread::sleep(Duration::from_secs(2));
+        interrupt(child.id());
+        std::thread::sleep(Duration::from_millis(200));
+        // the rest arrives after the interrupt: the reader stops at its next record
+        let _ = pipe.write_all(&bytes[half..]);
+        drop(pipe);
+        let out = child.wait_with_output().unwrap();
+        let r = json(&out);
+        assert_eq!(r["interrupted"], true, "{extra:?}");
+        let records = r["records"].as_u64().unwrap();
+        assert!(
+            0 < records && records < all,
+            "{extra:?}: {records} of {all}"
+        );
+        read.push(records);
+    }
+    assert!(read.windows(2).all(|w| w[0] == w[1]), "{read:?}");
+    // a second Ctrl-C while the job waits for input
+    let mut child = spawn(&["--pcap", "-", "--json"]);
+    let mut pipe = child.stdin.take().unwrap();
+    pipe.write_all(&bytes[..half]).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    interrupt(child.id());
+    std::thread::sleep(Duration::from_millis(200));
+    interrupt(child.id());
+    let status = child.wait().unwrap();
+    drop(pipe);
+    assert_eq!(status.code(), Some(130));
+}

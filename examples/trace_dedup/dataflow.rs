@@ -8,6 +8,7 @@ use crate::bundle::Bundle;
 use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
 use crate::gather;
 use crate::inflight::InFlight;
+use crate::interrupt;
 use crate::source::{Mine, Plan};
 use crate::travel::{flush, send_bundle, send_bundles, JobRecord, Local, Sent, BATCH, ROUTE_BYTES};
 use chronobloom::core::hash::KeyHash;
@@ -68,6 +69,8 @@ pub struct WorkerTally {
     pub routed_bytes: u64,
     /// Canonical key bytes plus 8 for the tick, summed over the records read: the raw records.
     pub raw_bytes: u64,
+    /// Whether an interrupt stopped the worker's reader before the end of its input.
+    pub interrupted: bool,
 }
 
 /// What worker 0 gathered; other workers return an empty one (or their error).
@@ -305,6 +308,10 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         let mut ahead = InFlight::new(job.in_flight, job.in_flight_records);
         while let Some(rec) = reader.next_hashed(seed) {
             if error.is_some() {
+                break;
+            }
+            if interrupt::requested() {
+                tally.interrupted = true;
                 break;
             }
             let rec = match rec {

@@ -2,6 +2,7 @@
 //! each key to the last tick it was seen, swept every window / 16, on the same reader. A record
 //! passes iff its key was not seen in the window before it (same-tick repeats: the first passes).
 
+use crate::interrupt;
 use crate::source::Plan;
 use chronobloom::trace::TraceError;
 use std::collections::HashMap;
@@ -20,9 +21,11 @@ pub struct Exact {
     pub late: u64,
     pub bad: u64,
     pub not_ip: u64,
+    /// Whether an interrupt stopped the reader before the end of the input.
+    pub interrupted: bool,
 }
 
-/// Runs the exact dedup over the whole input in one thread.
+/// Runs the exact dedup over the whole input (up to an interrupt) in one thread.
 pub fn run(plan: &Plan, window: u64) -> Result<Exact, TraceError> {
     let start = Instant::now();
     let sweep_every = (window / 16).max(1);
@@ -31,6 +34,10 @@ pub fn run(plan: &Plan, window: u64) -> Result<Exact, TraceError> {
     let mut next_sweep = sweep_every;
     let mut reader = plan.reader(0, 1, None);
     while let Some(rec) = reader.next_hashed(plan.seed) {
+        if interrupt::requested() {
+            out.interrupted = true;
+            break;
+        }
         let rec = rec?;
         if rec.tick >= next_sweep {
             last.retain(|_, &mut t| t + window > rec.tick);

@@ -20,6 +20,7 @@ mod error;
 mod exact;
 mod gather;
 mod inflight;
+mod interrupt;
 mod output;
 mod peers;
 mod plot;
@@ -210,6 +211,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
         }
     }
     let plan = source::Plan::new(args)?;
+    interrupt::install().map_err(JobError::Dataflow)?;
     // Only a worker reading a single capture alone takes a smaller part of the work.
     let (dedup, index) = if plan.single_reader() {
         (dedup, index)
@@ -284,8 +286,15 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
     let totals = &g.report.totals;
     let unique_out = totals.passed;
     let dropped = totals.dropped;
-    // The whole input again, for the exact answers and `--out` (not part of the timed job).
-    let all: Option<Vec<source::Rec>> = (args.verify || args.out.is_some())
+    // The whole input again, for the exact answers and `--out` (not part of the timed job); not
+    // after an interrupt, which left part of it unread.
+    let interrupted = g.tallies.iter().any(|t| t.interrupted);
+    if interrupted && (args.verify || args.out.is_some()) {
+        eprintln!(
+            "trace_dedup: interrupted: --verify and --out skipped (the input was not all read)"
+        );
+    }
+    let all: Option<Vec<source::Rec>> = (!interrupted && (args.verify || args.out.is_some()))
         .then(|| plan.reader(0, 1, None).collect::<Result<Vec<_>, _>>())
         .transpose()?;
     let passed = all.as_ref().map(|all| {
@@ -330,6 +339,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
     let report = json!({
         "input": plan.name(),
         "records": n,
+        "interrupted": interrupted,
         "unique_out": unique_out,
         "duplicates_dropped": dropped,
         "late_records": late,
@@ -393,6 +403,7 @@ fn report_exact(
         "input": plan.name(),
         "exact": true,
         "records": x.records,
+        "interrupted": x.interrupted,
         "unique_out": x.passed,
         "duplicates_dropped": x.records - x.passed,
         "late_records": x.late,
@@ -419,6 +430,7 @@ fn report_exact(
             "  records {}  passed {}  peak keys in a window {}  map {} bytes",
             x.records, x.passed, x.peak_keys, x.peak_map_bytes
         );
+        output::interrupted_note(&report);
         println!(
             "  {:.0} records/s (whole run {:.3} s)",
             x.records as f64 / x.seconds.max(1e-9),

@@ -33,6 +33,7 @@ pub fn summary(r: &serde_json::Value, show_digest: bool) {
         "  records {}  passed {}  dropped as duplicates {}  late {}  bad {}",
         r["records"], r["unique_out"], r["duplicates_dropped"], r["late_records"], r["bad_records"]
     );
+    interrupted_note(r);
     if r["records_not_indexed"].as_u64().unwrap_or(0) > 0 {
         println!(
             "  not indexed {} ({}): past the index's --index-partitions hours, or held back",
@@ -97,5 +98,12 @@ pub fn summary(r: &serde_json::Value, show_digest: bool) {
                 None => "",
             }
         );
+    }
+}
+
+/// A line saying the run was interrupted, when it was: the counts are of the records read before.
+pub fn interrupted_note(r: &serde_json::Value) {
+    if r["interrupted"].as_bool() == Some(true) {
+        println!("  interrupted (Ctrl-C): the counts are of the records read before it");
     }
 }

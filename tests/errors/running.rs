@@ -84,3 +84,48 @@ fn r03_negative_differences_reported() {
         .collect();
     assert_eq!(got, vec![(7, 20, -1)]);
 }
+
+#[test]
+fn r04_ctrl_c_ends_the_input_and_the_records_read_are_reported() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let packets = |from: u32, n: u32| -> Vec<u8> {
+        (from..from + n)
+            .flat_map(|s| inputs::record(s, 0, &inputs::frame(|_| {})))
+            .collect()
+    };
+    let mut child = Command::new(job_flags::binary())
+        .args(["--pcap", "-", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    // a capture of four records (its first and three more)
+    pipe.write_all(&inputs::capture(&packets(2, 3))).unwrap();
+    pipe.flush().unwrap();
+    // the job reads the four records and waits for more
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    assert!(sent.is_ok_and(|s| s.success()));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    // records after the interrupt end the input at the first of them
+    let _ = pipe.write_all(&packets(5, 2));
+    drop(pipe);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stderr,
+        "trace_dedup: interrupted: finishing the records read so far (Ctrl-C again to stop now)\n"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let r: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (r["records"].as_u64(), r["interrupted"].as_bool()),
+        (Some(4), Some(true))
+    );
+}
