@@ -8,6 +8,8 @@
 
 #[path = "support/binary.rs"]
 mod binary;
+#[path = "support/piped.rs"]
+mod piped;
 
 use chronobloom::core::bloom::{BlockedBloomFilter, BloomFilter, FilterShape, Layout};
 use chronobloom::core::decay::prior::ConstantProbability;

@@ -6,6 +6,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/piped.rs"]
+mod piped;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -490,7 +493,6 @@ fn readers_kept_close_to_the_dataflow_finish_with_the_same_digest() {
 #[test]
 fn a_capture_read_as_it_comes_gives_what_the_file_gives() {
     use std::io::Write;
-    use std::process::Stdio;
     let Some(path) = data("real.pcap") else {
         return;
     };
@@ -498,14 +500,7 @@ fn a_capture_read_as_it_comes_gives_what_the_file_gives() {
     let fields =
         |r: &serde_json::Value| ["records", "unique_out", "digest"].map(|f| r[f].to_string());
     let piped = |args: &[&str]| {
-        let mut child = Command::new(binary())
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut pipe = child.stdin.take().unwrap();
+        let (child, mut pipe) = piped::spawn(&binary(), args);
         let input = bytes.clone();
         let writer = std::thread::spawn(move || pipe.write_all(&input));
         let out = child.wait_with_output().unwrap();
@@ -554,40 +549,24 @@ fn a_capture_read_as_it_comes_gives_what_the_file_gives() {
 #[test]
 fn ctrl_c_ends_the_input_and_the_job_reports_what_it_read() {
     use std::io::Write;
-    use std::process::Stdio;
     use std::time::Duration;
     let Some(path) = data("real.pcap") else {
         return;
     };
     let bytes = std::fs::read(&path).unwrap();
     let half = bytes.len() / 2;
-    let interrupt = |pid: u32| {
-        let sent = Command::new("kill")
-            .args(["-INT", &pid.to_string()])
-            .status();
-        assert!(sent.is_ok_and(|s| s.success()), "kill -INT {pid}");
-    };
-    let spawn = |args: &[&str]| {
-        Command::new(binary())
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
+    let binary = binary();
     let all = json(&run(&["--pcap", path.to_str().unwrap(), "--json"]))["records"]
         .as_u64()
         .unwrap();
     let mut read = Vec::new();
     for extra in [&["-w", "1"][..], &["-w", "2"], &["--exact"]] {
         let args = [&["--pcap", "-", "--json"][..], extra].concat();
-        let mut child = spawn(&args);
-        let mut pipe = child.stdin.take().unwrap();
+        let (child, mut pipe) = piped::spawn(&binary, &args);
         pipe.write_all(&bytes[..half]).unwrap();
         // the job reads the first half and waits inside a packet for the rest
         std::thread::sleep(Duration::from_secs(2));
-        interrupt(child.id());
+        piped::interrupt(child.id());
         std::thread::sleep(Duration::from_millis(200));
         // the rest arrives after the interrupt: the reader stops at its next record
         let _ = pipe.write_all(&bytes[half..]);
@@ -604,13 +583,12 @@ fn ctrl_c_ends_the_input_and_the_job_reports_what_it_read() {
     }
     assert!(read.windows(2).all(|w| w[0] == w[1]), "{read:?}");
     // a second Ctrl-C while the job waits for input
-    let mut child = spawn(&["--pcap", "-", "--json"]);
-    let mut pipe = child.stdin.take().unwrap();
+    let (mut child, mut pipe) = piped::spawn(&binary, &["--pcap", "-", "--json"]);
     pipe.write_all(&bytes[..half]).unwrap();
     std::thread::sleep(Duration::from_secs(2));
-    interrupt(child.id());
+    piped::interrupt(child.id());
     std::thread::sleep(Duration::from_millis(200));
-    interrupt(child.id());
+    piped::interrupt(child.id());
     let status = child.wait().unwrap();
     drop(pipe);
     assert_eq!(status.code(), Some(130));

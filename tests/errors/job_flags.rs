@@ -495,15 +495,7 @@ fn j30_records_past_index_horizon_counted_and_reported() {
 /// stops early only closes the pipe).
 fn run_piped(args: &[&str], stdin: Vec<u8>) -> Output {
     use std::io::Write;
-    use std::process::Stdio;
-    let mut child = Command::new(binary())
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdin.take().unwrap();
+    let (child, mut pipe) = piped::spawn(binary(), args);
     let writer = std::thread::spawn(move || {
         // a job that refuses its input closes the pipe: the write may fail
         let _ = pipe.write_all(&stdin);

@@ -88,29 +88,18 @@ fn r03_negative_differences_reported() {
 #[test]
 fn r04_ctrl_c_ends_the_input_and_the_records_read_are_reported() {
     use std::io::Write;
-    use std::process::{Command, Stdio};
     let packets = |from: u32, n: u32| -> Vec<u8> {
         (from..from + n)
             .flat_map(|s| inputs::record(s, 0, &inputs::frame(|_| {})))
             .collect()
     };
-    let mut child = Command::new(job_flags::binary())
-        .args(["--pcap", "-", "--json"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdin.take().unwrap();
+    let (child, mut pipe) = piped::spawn(job_flags::binary(), &["--pcap", "-", "--json"]);
     // a capture of four records (its first and three more)
     pipe.write_all(&inputs::capture(&packets(2, 3))).unwrap();
     pipe.flush().unwrap();
     // the job reads the four records and waits for more
     std::thread::sleep(std::time::Duration::from_secs(2));
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status();
-    assert!(sent.is_ok_and(|s| s.success()));
+    piped::interrupt(child.id());
     std::thread::sleep(std::time::Duration::from_millis(200));
     // records after the interrupt end the input at the first of them
     let _ = pipe.write_all(&packets(5, 2));
