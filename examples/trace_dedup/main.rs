@@ -294,13 +294,14 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
             "trace_dedup: interrupted: --verify and --out skipped (the input was not all read)"
         );
     }
-    let all: Option<Vec<source::Rec>> = (!interrupted && (args.verify || args.out.is_some()))
+    let passed_seqs: std::collections::HashSet<u64> = g.report.passed.iter().copied().collect();
+    // `--verify` holds the input (it orders it by tick); `--out` streams it.
+    let all: Option<Vec<source::Rec>> = (!interrupted && args.verify)
         .then(|| plan.reader(0, 1, None).collect::<Result<Vec<_>, _>>())
         .transpose()?;
     let passed = all.as_ref().map(|all| {
-        let set: std::collections::HashSet<u64> = g.report.passed.iter().copied().collect();
         all.iter()
-            .map(|r| set.contains(&r.seq))
+            .map(|r| passed_seqs.contains(&r.seq))
             .collect::<Vec<bool>>()
     });
     let verdict = match (&all, &passed) {
@@ -313,17 +314,13 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
     let dedup_bits = totals.peak_dedup_bits();
     let index_bits = totals.index_bits;
     let digest = totals.digest.map(|(_, d)| format!("{d:016x}"));
-    let exact_records = all.as_deref().filter(|_| args.verify);
+    let exact_records = all.as_deref();
     let answers: Vec<serde_json::Value> = g_answers(&g, &queries, exact_records);
     let late = sum(|t| t.late) + totals.late;
     let not_indexed = not_indexed(&totals.not_indexed);
 
-    if let (Some(path), Some(all), Some(p)) = (&args.out, &all, &passed) {
-        output::write_out(path, all, p).map_err(|e| JobError::Output {
-            flag: "out",
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
+    if let Some(path) = args.out.as_ref().filter(|_| !interrupted) {
+        output::write_out(path, plan.reader(0, 1, None), &passed_seqs)?;
     }
     if let Some(path) = &args.plot {
         let points = epoch_points(&g.report.epochs, epoch, args.unit);

@@ -1,26 +1,41 @@
 //! What the job writes for a reader: the passed records as CSV (`--out`) and the summary.
 
+use crate::error::JobError;
 use crate::source;
+use chronobloom::trace::TraceError;
+use std::collections::HashSet;
 use std::io::{BufWriter, Write};
 
-/// The passed records as `timestamp,src,dst,sport,dport,proto` (decimal seconds).
+/// Writes the records of `records` whose position is in `passed` as
+/// `timestamp,src,dst,sport,dport,proto` (decimal seconds), as they are read: the input is not
+/// held.
 pub fn write_out(
     path: &std::path::Path,
-    records: &[source::Rec],
-    passed: &[bool],
-) -> std::io::Result<()> {
-    let mut w = BufWriter::new(std::fs::File::create(path)?);
-    writeln!(w, "timestamp,src,dst,sport,dport,proto")?;
-    for r in records.iter().filter(|r| passed[r.seq as usize]) {
+    records: impl IntoIterator<Item = Result<source::Rec, TraceError>>,
+    passed: &HashSet<u64>,
+) -> Result<(), JobError> {
+    let failed = |e: std::io::Error| JobError::Output {
+        flag: "out",
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    };
+    let mut w = BufWriter::new(std::fs::File::create(path).map_err(failed)?);
+    writeln!(w, "timestamp,src,dst,sport,dport,proto").map_err(failed)?;
+    for r in records {
+        let r = r?;
+        if !passed.contains(&r.seq) {
+            continue;
+        }
         let f = &r.flow;
         let (s, ns) = (f.ts_nanos / 1_000_000_000, f.ts_nanos % 1_000_000_000);
         writeln!(
             w,
             "{s}.{ns:09},{},{},{},{},{}",
             f.src, f.dst, f.sport, f.dport, f.proto
-        )?;
+        )
+        .map_err(failed)?;
     }
-    w.flush()
+    w.flush().map_err(failed)
 }
 
 /// The summary printed without `--json`.
