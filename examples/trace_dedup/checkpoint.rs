@@ -114,6 +114,11 @@ impl Checkpoints {
         (t / self.every + 1) * self.every
     }
 
+    /// The last boundary at or before tick `t`.
+    pub fn last_at_or_before(&self, t: u64) -> u64 {
+        t / self.every * self.every
+    }
+
     /// The header of `worker`'s `part` at `boundary`.
     pub fn header(&self, part: &str, worker: u32, boundary: u64) -> Header {
         Header {

@@ -350,22 +350,28 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             if let Some(e) = advance.check(rec.tick, due) {
                 let t = e * epoch;
                 flush(&mut kept, &mut r_in);
-                r_in.advance_to(t);
                 if let Some(x) = x_in.as_mut() {
                     tally.routed_bytes += send_bundles(&mut sent, x);
-                    x.advance_to(t);
                 }
-                q_in.iter_mut().for_each(|q| q.advance_to(t));
-                if let (Some(c), Some(b)) = (ckpt, next_ckpt.filter(|&b| t >= b)) {
-                    // A barrier: every record before `t` decided, indexed and reported.
-                    worker.step_or_park_while(None, || probe.less_than(&t));
-                    // `Local`: the peers' view deltas of the last epoch arrive at `t`
+                // A checkpoint boundary passed: the inputs stop at the last one, `b`, first (this
+                // record is the reader's first at or past the boundary due, so every record it
+                // sent lies before `b`); the barrier and the parts are at `b`, the same for every
+                // reader whose records reach it, whatever epoch its next record is in (a reader
+                // whose records jump past several boundaries takes only the last).
+                if let (Some(c), true) = (ckpt, next_ckpt.is_some_and(|b| t >= b)) {
+                    let b = c.last_at_or_before(t);
+                    r_in.advance_to(b);
+                    x_in.iter_mut().for_each(|x| x.advance_to(b));
+                    q_in.iter_mut().for_each(|q| q.advance_to(b));
+                    // A barrier: every record before `b` decided, indexed and reported.
+                    worker.step_or_park_while(None, || probe.less_than(&b));
+                    // `Local`: the peers' view deltas of the last epoch arrive at `b`
                     let mut tries = 0;
-                    while tries < 100_000 && handles.0.ready(t).is_err() {
+                    while tries < 100_000 && handles.0.ready(b).is_err() {
                         worker.step();
                         tries += 1;
                     }
-                    out.borrow_mut().report.totals.settle(e);
+                    out.borrow_mut().report.totals.settle(b / epoch);
                     let gathered = out.borrow();
                     let parts = Parts {
                         dedup: &handles.0,
@@ -373,12 +379,15 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                         mark,
                         report: (me == 0).then_some(&gathered.report),
                     };
-                    if let Err(e) = parts.write(c, me as u32, t) {
-                        eprintln!("trace_dedup: checkpoint at tick {t} not written: {e}");
+                    if let Err(e) = parts.write(c, me as u32, b) {
+                        eprintln!("trace_dedup: checkpoint at tick {b} not written: {e}");
                     }
                     drop(gathered);
-                    next_ckpt = Some(c.next_after(t.max(b)));
+                    next_ckpt = Some(c.next_after(b));
                 }
+                r_in.advance_to(t);
+                x_in.iter_mut().for_each(|x| x.advance_to(t));
+                q_in.iter_mut().for_each(|q| q.advance_to(t));
                 // At most `in_flight` epochs and `in_flight_records` records in flight: buffers
                 // stay bounded, and a round trip between processes per epoch is not waited for.
                 // Waiting parks the thread (after timely's short spin): on two cores a spinning
