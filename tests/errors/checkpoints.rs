@@ -478,3 +478,51 @@ fn k18_own_address_in_use_is_an_error() {
     assert!(!stderr.contains("panicked"));
     drop(taken);
 }
+
+#[test]
+fn k19_checkpoints_with_a_worker_without_input_refused() {
+    let d = inputs::dir();
+    let one = inputs::write(&d, "one.pcap", &inputs::capture(&[]));
+    let two = inputs::write(&d, "two.pcap", &inputs::capture(&[]));
+    let ckpt = d.path().join("ckpt");
+    let (one, two, ckpt) = (
+        one.to_str().unwrap(),
+        two.to_str().unwrap(),
+        ckpt.to_str().unwrap(),
+    );
+    for (args, readers, workers) in [
+        (vec!["--pcap", one, "-w", "2"], 1, 2),
+        (vec!["--pcap", one, two, "-w", "3"], 2, 3),
+    ] {
+        let mut args = args.clone();
+        args.extend(["--checkpoint-dir", ckpt]);
+        let out = run(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.starts_with(&format!(
+                "trace_dedup: --checkpoint-dir: {readers} of the {workers} workers read an \
+                 input of their own"
+            )),
+            "{stderr}"
+        );
+        assert!(!std::path::Path::new(ckpt).exists(), "nothing written");
+    }
+    // one worker per capture, or the synthetic trace (every worker generates): accepted
+    let out = run(&[
+        "--pcap",
+        one,
+        two,
+        "-w",
+        "2",
+        "--checkpoint-dir",
+        ckpt,
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
