@@ -358,11 +358,14 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 // sent lies before `b`); the barrier and the parts are at `b`, the same for every
                 // reader whose records reach it, whatever epoch its next record is in (a reader
                 // whose records jump past several boundaries takes only the last).
-                if let (Some(c), true) = (ckpt, next_ckpt.is_some_and(|b| t >= b)) {
+                let mut advance_inputs = |time: Tick| {
+                    r_in.advance_to(time);
+                    x_in.iter_mut().for_each(|x| x.advance_to(time));
+                    q_in.iter_mut().for_each(|q| q.advance_to(time));
+                };
+                if let Some(c) = ckpt.filter(|_| next_ckpt.is_some_and(|b| t >= b)) {
                     let b = c.last_at_or_before(t);
-                    r_in.advance_to(b);
-                    x_in.iter_mut().for_each(|x| x.advance_to(b));
-                    q_in.iter_mut().for_each(|q| q.advance_to(b));
+                    advance_inputs(b);
                     // A barrier: every record before `b` decided, indexed and reported.
                     worker.step_or_park_while(None, || probe.less_than(&b));
                     // `Local`: the peers' view deltas of the last epoch arrive at `b`
@@ -385,9 +388,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                     drop(gathered);
                     next_ckpt = Some(c.next_after(b));
                 }
-                r_in.advance_to(t);
-                x_in.iter_mut().for_each(|x| x.advance_to(t));
-                q_in.iter_mut().for_each(|q| q.advance_to(t));
+                advance_inputs(t);
                 // At most `in_flight` epochs and `in_flight_records` records in flight: buffers
                 // stay bounded, and a round trip between processes per epoch is not waited for.
                 // Waiting parks the thread (after timely's short spin): on two cores a spinning

@@ -118,15 +118,11 @@ impl Plan {
             origin: None,
         };
         Ticker::new(plan.unit, plan.lateness)?;
-        let (files, flag) = match &plan.input {
-            Input::Pcap(f) => (f.as_slice(), "pcap"),
-            Input::Csv(f) => (f.as_slice(), "csv"),
-            Input::Synthetic(..) => (&[][..], "synthetic"),
-        };
+        let flag = if args.csv.is_empty() { "pcap" } else { "csv" };
         let rereads = [("verify", args.verify), ("out", args.out.is_some())]
             .into_iter()
             .find_map(|(flag, given)| given.then_some(flag));
-        stream::check(files, flag, rereads)?;
+        stream::check(plan.paths(), flag, rereads)?;
         plan.origin = plan.first_timestamp()?;
         Ok(plan)
     }
@@ -167,11 +163,9 @@ impl Plan {
         if matches!(self.input, Input::Synthetic(..)) {
             return Ok(Some(0));
         }
-        if self.files() == 1 {
-            if let Input::Pcap(f) | Input::Csv(f) = &self.input {
-                if !stream::is_stream(&f[0]) {
-                    self.open(0, None)?;
-                }
+        if let [one] = self.paths() {
+            if !stream::is_stream(one) {
+                self.open(0, None)?;
             }
             return Ok(None);
         }
@@ -199,6 +193,14 @@ impl Plan {
             Input::Synthetic(..) => workers,
             _ if self.single_reader() => 1,
             _ => self.files().min(workers),
+        }
+    }
+
+    /// The files given (none for the synthetic trace).
+    fn paths(&self) -> &[PathBuf] {
+        match &self.input {
+            Input::Pcap(f) | Input::Csv(f) => f,
+            Input::Synthetic(..) => &[],
         }
     }
 
