@@ -662,3 +662,84 @@ fn checkpoints_of_a_sparse_input_read_by_two_workers_complete() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Checkpoints with workers that have no input of their own (one capture over two workers, two
+/// captures over three) or whose input ends long before another's (a 100 s capture beside a
+/// 300 s one): such a worker holds its inputs at the next boundary and writes its part once the
+/// readers still going have reached it, so every checkpoint left is complete (before: refused,
+/// and earlier still, none ever completed), the digest is the plain run's, and a restart from
+/// the older kept checkpoint (past the short capture's end) ends with the same report.
+#[test]
+fn checkpoints_complete_with_workers_whose_input_ended_or_was_none() {
+    let dir = std::env::temp_dir().join(format!("chronobloom-ended-ckpt-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let gen = binary().with_file_name(format!("gen_capture{}", std::env::consts::EXE_SUFFIX));
+    let capture = |name: &str, packets: &str, seconds: &str, seed: &str| {
+        let path = dir.join(name);
+        let p = path.to_str().unwrap().to_string();
+        let out = Command::new(&gen)
+            .args(["--out", &p, "--packets", packets, "--seconds", seconds])
+            .args(["--flows-per-sec", "100", "--seed", seed])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        p
+    };
+    let long = capture("long.pcap", "60000", "300", "1");
+    let short = capture("short.pcap", "20000", "100", "2");
+    let report = |r: &serde_json::Value| {
+        (
+            r["records"].clone(),
+            r["unique_out"].clone(),
+            r["digest"].clone(),
+        )
+    };
+    for (case, (files, workers)) in [
+        (vec![&long], "2"),
+        (vec![&long, &short], "2"),
+        (vec![&long, &short], "3"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut args = vec!["--pcap"];
+        args.extend(files.iter().map(|f| f.as_str()));
+        args.extend(["--json", "--digest", "-w", workers]);
+        let plain = report(&json(&run_within(&args, 120)));
+        let ckpt = dir.join(format!("ckpt-{case}"));
+        args.extend(["--checkpoint-dir", ckpt.to_str().unwrap()]);
+        args.extend(["--checkpoint-every", "30s"]);
+        assert_eq!(report(&json(&run_within(&args, 120))), plain, "{args:?}");
+        let mut boundaries: Vec<PathBuf> = std::fs::read_dir(&ckpt)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        boundaries.sort();
+        assert!(boundaries.len() >= 2, "{args:?}: {boundaries:?}");
+        for b in &boundaries {
+            assert!(b.join("report-w0000.ckpt").exists(), "{}", b.display());
+            for w in 0..workers.parse().unwrap() {
+                for part in ["dedup", "index", "source"] {
+                    let file = b.join(format!("{part}-w{w:04}.ckpt"));
+                    assert!(file.exists(), "{args:?}: {} missing", file.display());
+                }
+            }
+        }
+        // the older kept checkpoint: at 240 s or later, past the short capture's 100 s
+        std::fs::remove_dir_all(boundaries.last().unwrap()).unwrap();
+        let older = &boundaries[boundaries.len() - 2];
+        let resumed = run_within(&args, 120);
+        let stderr = String::from_utf8_lossy(&resumed.stderr);
+        assert!(
+            stderr.contains(&format!("resuming from {}", older.display())),
+            "{stderr}"
+        );
+        assert_eq!(report(&json(&resumed)), plain, "{args:?} resumed");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

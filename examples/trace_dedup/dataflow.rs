@@ -358,34 +358,26 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 // sent lies before `b`); the barrier and the parts are at `b`, the same for every
                 // reader whose records reach it, whatever epoch its next record is in (a reader
                 // whose records jump past several boundaries takes only the last).
+                // with checkpoints the tallies' input moves too: its frontier tells a worker
+                // whose input has ended where the readers still going are (see below)
                 let mut advance_inputs = |time: Tick| {
                     r_in.advance_to(time);
                     x_in.iter_mut().for_each(|x| x.advance_to(time));
                     q_in.iter_mut().for_each(|q| q.advance_to(time));
+                    if ckpt.is_some() {
+                        t_in.advance_to(time);
+                    }
                 };
                 if let Some(c) = ckpt.filter(|_| next_ckpt.is_some_and(|b| t >= b)) {
                     let b = c.last_at_or_before(t);
                     advance_inputs(b);
-                    // A barrier: every record before `b` decided, indexed and reported.
-                    worker.step_or_park_while(None, || probe.less_than(&b));
-                    // `Local`: the peers' view deltas of the last epoch arrive at `b`
-                    let mut tries = 0;
-                    while tries < 100_000 && handles.0.ready(b).is_err() {
-                        worker.step();
-                        tries += 1;
-                    }
-                    out.borrow_mut().report.totals.settle(b / epoch);
-                    let gathered = out.borrow();
-                    let parts = Parts {
-                        dedup: &handles.0,
-                        index: &handles.1,
-                        mark,
-                        report: (me == 0).then_some(&gathered.report),
+                    let at = Barrier {
+                        worker: &mut *worker,
+                        probe: &probe,
+                        handles: &handles,
+                        epoch,
                     };
-                    if let Err(e) = parts.write(c, me as u32, b) {
-                        eprintln!("trace_dedup: checkpoint at tick {b} not written: {e}");
-                    }
-                    drop(gathered);
+                    at.write_parts(c, &out, mark, b);
                     next_ckpt = Some(c.next_after(b));
                 }
                 advance_inputs(t);
@@ -451,7 +443,37 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             }
         }
         t_in.send(tally);
-        drop((r_in, x_in, q_in, t_in));
+        drop(t_in);
+        // This worker's input has ended (or it had none) while other readers may go on: it
+        // holds its inputs at the next boundary and, once every reader still going is at or
+        // past it (the tallies' frontier: a reader's tally input moves with its inputs and is
+        // dropped when it ends), writes its part at the boundary they stop at, the last at or
+        // before the slowest of them; every reader's inputs stay at that boundary until its
+        // part is written, so this worker's is too. Done when every reader has ended.
+        let mut hold = next_ckpt.filter(|_| error.is_none() && !tally.interrupted);
+        while let (Some(c), Some(b)) = (ckpt, hold) {
+            let mut advance_inputs = |time: Tick| {
+                r_in.advance_to(time);
+                x_in.iter_mut().for_each(|x| x.advance_to(time));
+                q_in.iter_mut().for_each(|q| q.advance_to(time));
+            };
+            advance_inputs(b);
+            worker.step_or_park_while(None, || !tally_probe.done() && tally_probe.less_than(&b));
+            let slowest = tally_probe.with_frontier(|f| f.iter().min().copied());
+            let Some(b) = slowest.map(|t| c.last_at_or_before(t)) else {
+                break;
+            };
+            advance_inputs(b);
+            let at = Barrier {
+                worker: &mut *worker,
+                probe: &probe,
+                handles: &handles,
+                epoch,
+            };
+            at.write_parts(c, &out, mark, b);
+            hold = Some(c.next_after(b));
+        }
+        drop((r_in, x_in, q_in));
         worker.step_or_park_while(None, || !probe.done() || !tally_probe.done());
         bar.finish_and_clear();
         let mut g = Rc::try_unwrap(out)
@@ -524,6 +546,43 @@ fn changed_input(expected: SourceMark, found: SourceMark) -> String {
          --checkpoint-dir",
         expected.records, expected.hash, found.records, found.hash
     )
+}
+
+/// A worker at a checkpoint boundary, its inputs held there.
+struct Barrier<'a> {
+    worker: &'a mut timely::worker::Worker,
+    probe: &'a ProbeHandle<u64>,
+    handles: &'a (DedupCheckpoint, IndexCheckpoint),
+    /// Ticks in an epoch.
+    epoch: u64,
+}
+
+impl Barrier<'_> {
+    /// Waits until every record before `b` is decided, indexed and reported, then writes this
+    /// worker's parts (worker 0's with the report so far). A part that cannot be written is
+    /// reported, and the job goes on: the checkpoint before stays the newest complete one.
+    fn write_parts(self, c: &Checkpoints, out: &RefCell<Gathered>, mark: SourceMark, b: Tick) {
+        let (worker, handles) = (self.worker, self.handles);
+        let me = worker.index();
+        worker.step_or_park_while(None, || self.probe.less_than(&b));
+        // `Local`: the peers' view deltas of the last epoch arrive at `b`
+        let mut tries = 0;
+        while tries < 100_000 && handles.0.ready(b).is_err() {
+            worker.step();
+            tries += 1;
+        }
+        out.borrow_mut().report.totals.settle(b / self.epoch);
+        let gathered = out.borrow();
+        let parts = Parts {
+            dedup: &handles.0,
+            index: &handles.1,
+            mark,
+            report: (me == 0).then_some(&gathered.report),
+        };
+        if let Err(e) = parts.write(c, me as u32, b) {
+            eprintln!("trace_dedup: checkpoint at tick {b} not written: {e}");
+        }
+    }
 }
 
 /// What one worker writes at a checkpoint.

@@ -141,21 +141,6 @@ pub enum JobError {
         /// `verify` or `out`.
         flag: &'static str,
     },
-    /// Checkpoints asked for while a worker has no input of its own to read: a worker writes its
-    /// part of a checkpoint when its reader reaches the boundary, so none would complete.
-    #[error(
-        "--checkpoint-dir: {readers} of the {workers} workers read an input of their own ({input}), \
-         and a worker writes its part of a checkpoint as its reader reaches the boundary, so no \
-         checkpoint would ever complete; run -w 1 (-n 1), or give at least {workers} captures"
-    )]
-    CheckpointWithoutReaders {
-        /// The input's name.
-        input: String,
-        /// Workers that read.
-        readers: usize,
-        /// Workers of the job.
-        workers: usize,
-    },
     /// The input held no IP record.
     #[error("{input}: no IP records")]
     NoRecords {

@@ -227,14 +227,6 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
     };
     let levels = Pbf2::levels_for(index.points())?;
     let every = at_least_one_tick("checkpoint-every", args.checkpoint_every, args.unit)?;
-    let readers = plan.readers(layout.workers());
-    if args.checkpoint_dir.is_some() && readers < layout.workers() {
-        return Err(JobError::CheckpointWithoutReaders {
-            input: plan.name(),
-            readers,
-            workers: layout.workers(),
-        });
-    }
     let checkpoints = Checkpoints::from_args(args, layout.workers() as u32, epoch, every)?;
     if let Some(c) = &checkpoints {
         if let Some(b) = c.resume {

@@ -186,16 +186,6 @@ impl Plan {
         Ok(Some(first.unwrap_or(0)))
     }
 
-    /// How many of `workers` workers read records of their own: every one for the synthetic
-    /// trace, worker 0 alone for a single file, one a file up to every worker for several.
-    pub fn readers(&self, workers: usize) -> usize {
-        match &self.input {
-            Input::Synthetic(..) => workers,
-            _ if self.single_reader() => 1,
-            _ => self.files().min(workers),
-        }
-    }
-
     /// The files given (none for the synthetic trace).
     fn paths(&self) -> &[PathBuf] {
         match &self.input {
