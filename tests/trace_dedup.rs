@@ -743,3 +743,126 @@ fn checkpoints_complete_with_workers_whose_input_ended_or_was_none() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--out-pcap` writes the deduplicated capture as the job runs: exactly the frames of the
+/// records that passed, in input order (read back, they are the records `--out` lists), byte for
+/// byte as the input holds them (its file header, then a subsequence of its packet records), the
+/// same bytes with one worker, two workers and from a pipe to a pipe (the report then on standard
+/// error); `out_pcap_packets` is `unique_out`.
+#[test]
+fn out_pcap_writes_the_passed_frames_as_the_job_runs() {
+    use chronobloom::trace::PcapTrace;
+    use pcap_file::pcap::PcapReader;
+    use std::io::Write;
+    let dir = std::env::temp_dir().join(format!("chronobloom-out-pcap-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let generated = dir.join("generated.pcap");
+    let gen = binary().with_file_name(format!("gen_capture{}", std::env::consts::EXE_SUFFIX));
+    let made = Command::new(gen)
+        .args(["--out", generated.to_str().unwrap(), "--packets", "40000"])
+        .args(["--seconds", "120", "--flows-per-sec", "150"])
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let mut inputs = vec![generated];
+    inputs.extend(data("real.pcap"));
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    let (out, csv) = (dir.join("deduped.pcap"), dir.join("passed.csv"));
+    for input in inputs {
+        let file = path(&input);
+        let r = json(&run(&[
+            "--pcap",
+            &file,
+            "--json",
+            "--out-pcap",
+            &path(&out),
+            "--out",
+            &path(&csv),
+        ]));
+        assert_eq!(r["out_pcap_packets"], r["unique_out"], "{file}");
+        // read back: the records --out lists, in its order
+        let lines: Vec<String> = PcapTrace::open(&out)
+            .unwrap()
+            .map(|f| {
+                let f = f.unwrap();
+                let (s, ns) = (f.ts_nanos / 1_000_000_000, f.ts_nanos % 1_000_000_000);
+                format!(
+                    "{s}.{ns:09},{},{},{},{},{}",
+                    f.src, f.dst, f.sport, f.dport, f.proto
+                )
+            })
+            .collect();
+        let listed = std::fs::read_to_string(&csv).unwrap();
+        let listed: Vec<&str> = listed.lines().skip(1).collect();
+        assert_eq!(
+            lines.len() as u64,
+            r["unique_out"].as_u64().unwrap(),
+            "{file}"
+        );
+        assert!(
+            lines.iter().map(String::as_str).eq(listed.iter().copied()),
+            "{file}"
+        );
+        // byte for byte: the input's header and a subsequence of its records
+        let written = std::fs::read(&out).unwrap();
+        let given = std::fs::read(&input).unwrap();
+        assert_eq!(written[..24], given[..24], "{file}: file header");
+        let frames = |bytes: &[u8]| {
+            let mut r = PcapReader::new(bytes).unwrap();
+            let mut all = Vec::new();
+            while let Some(p) = r.next_raw_packet() {
+                let p = p.unwrap();
+                all.push((p.ts_sec, p.ts_frac, p.orig_len, p.data.into_owned()));
+            }
+            all
+        };
+        let mut from = frames(&given).into_iter();
+        for k in frames(&written) {
+            assert!(
+                from.any(|p| p == k),
+                "{file}: a written frame not in the input in order"
+            );
+        }
+        // two workers, and a pipe in and out: the same bytes
+        json(&run(&[
+            "--pcap",
+            &file,
+            "--json",
+            "--out-pcap",
+            &path(&out),
+            "-w",
+            "2",
+        ]));
+        assert!(std::fs::read(&out).unwrap() == written, "{file}: -w 2");
+        let (child, mut pipe) = piped::spawn(
+            &binary(),
+            &["--pcap", "-", "--json", "--out-pcap", "-", "-w", "2"],
+        );
+        let feeder = std::thread::spawn(move || pipe.write_all(&given));
+        let piped = child.wait_with_output().unwrap();
+        feeder.join().unwrap().unwrap();
+        assert!(
+            piped.status.success(),
+            "{}",
+            String::from_utf8_lossy(&piped.stderr)
+        );
+        assert!(piped.stdout == written, "{file}: through pipes");
+        let report: serde_json::Value = serde_json::from_str(
+            String::from_utf8_lossy(&piped.stderr)
+                .lines()
+                .last()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            report["unique_out"], r["unique_out"],
+            "{file}: report on stderr"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -101,6 +101,11 @@ pub struct Args {
     /// Write the records that passed as CSV (`timestamp,src,dst,sport,dport,proto`).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Write the deduplicated capture: the frames of the records that passed, byte for byte and
+    /// in input order, as the job runs (`-`: standard output, the report then on standard
+    /// error). One classic pcap capture in (a file or `-`); frames without IP are not written.
+    #[arg(long, value_name = "FILE")]
+    pub out_pcap: Option<PathBuf>,
     /// Count and skip malformed records instead of stopping.
     #[arg(long)]
     pub skip_bad: bool,

@@ -6,10 +6,12 @@
 use crate::advance::Advance;
 use crate::bundle::Bundle;
 use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
+use crate::error::JobError;
 use crate::gather;
 use crate::inflight::InFlight;
 use crate::interrupt;
-use crate::source::{Mine, Plan};
+use crate::pcap_out::PcapOut;
+use crate::source::{Mine, Plan, NOT_PCAP};
 use crate::travel::{flush, send_bundle, send_bundles, JobRecord, Local, Sent, BATCH, ROUTE_BYTES};
 use chronobloom::core::hash::KeyHash;
 use chronobloom::core::temporal::{Tick, TimeRange};
@@ -25,6 +27,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -43,6 +46,9 @@ pub struct Job {
     pub index: IndexConfig,
     /// Collect the passed records' positions on worker 0 (for `--verify` and `--out`).
     pub collect_passed: bool,
+    /// Where worker 0, the sole reader of a capture, writes the passed records' frames as the
+    /// job runs (`--out-pcap`).
+    pub out_pcap: Option<PathBuf>,
     /// Keep every epoch's dedup statistics on worker 0 (for `--plot`).
     pub collect_epochs: bool,
     pub progress: bool,
@@ -88,6 +94,10 @@ pub struct Gathered {
     pub seconds: f64,
     /// The error that stopped this worker's reader, if any.
     pub error: Option<String>,
+    /// Positions of passed records not yet taken by the `--out-pcap` writer.
+    pub fresh: Vec<u64>,
+    /// Packets the `--out-pcap` writer wrote.
+    pub out_pcap_packets: Option<u64>,
 }
 
 /// Records a reader sends before it moves its inputs on to a later epoch ([`Advance`]): a dense
@@ -131,7 +141,7 @@ const ADVANCE_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Runs the job on this process's workers; `timely_args` are `-w`/`-n`/`-p`/`-h`.
 pub fn run(job: Job, timely_args: Vec<String>) -> Result<Vec<Gathered>, String> {
-    if job.collect_passed {
+    if job.collect_passed || job.out_pcap.is_some() {
         run_with::<(u64, KeyHash)>(job, timely_args)
     } else {
         run_with::<KeyHash>(job, timely_args)
@@ -258,10 +268,17 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                     .probe_with(&tally_probe);
                 // the passed records' positions travel only when asked for (the dedup's stats
                 // stand for its progress otherwise)
-                if job.collect_passed {
+                let (keep, fresh) = (job.collect_passed, job.out_pcap.is_some());
+                if keep || fresh {
                     let seqs = dedup.passed.map(|(_, d)| d.seq);
                     ends.push(gather::to_leader(seqs, "Passed", move |seq| {
-                        o5.borrow_mut().report.passed.push(seq)
+                        let mut o = o5.borrow_mut();
+                        if keep {
+                            o.report.passed.push(seq);
+                        }
+                        if fresh {
+                            o.fresh.push(seq);
+                        }
                     }));
                 }
                 scope.concatenate(ends).probe_with(&probe);
@@ -306,6 +323,14 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             .map(|w| Bundle::with_capacity(w as u32, 0, 0))
             .collect();
         let mut ahead = InFlight::new(job.in_flight, job.in_flight_records);
+        // the deduplicated capture, opened at the first record (whose capture's header it takes)
+        let writes = job.out_pcap.as_deref().filter(|_| me == 0);
+        let mut pcap_out: Option<PcapOut> = None;
+        // writes the frames of the records the dataflow has decided (every output at their ticks)
+        let release = |o: &mut PcapOut| {
+            o.passed(out.borrow_mut().fresh.drain(..));
+            o.release(|tick| !probe.less_equal(&tick))
+        };
         while let Some(rec) = reader.next_hashed(seed) {
             if error.is_some() {
                 break;
@@ -343,6 +368,27 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                     // before the checkpoint: in the restored state already
                     mark.add(rec.seq, rec.tick, digest.lo);
                     continue;
+                }
+            }
+            if let Some(path) = writes {
+                if pcap_out.is_none() {
+                    let created = match reader.pcap_header() {
+                        Some(header) => PcapOut::create(path, header),
+                        None => Err(JobError::OutPcapInput {
+                            input: job.plan.name(),
+                            why: NOT_PCAP,
+                        }),
+                    };
+                    match created {
+                        Ok(o) => pcap_out = Some(o),
+                        Err(e) => {
+                            error = Some(e.to_string());
+                            break;
+                        }
+                    }
+                }
+                if let (Some(o), Some(frame)) = (pcap_out.as_mut(), reader.frame()) {
+                    o.keep(rec.seq, rec.tick, &frame);
                 }
             }
             // a checkpoint boundary needs the inputs at it
@@ -396,6 +442,10 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 worker.step_or_park_while(None, || probe.less_than(&behind));
                 // every worker's statistics of the epochs before `behind` are in
                 out.borrow_mut().report.totals.settle(wait);
+                if let Some(Err(e)) = pcap_out.as_mut().map(release) {
+                    error = Some(e.to_string());
+                    break;
+                }
                 bar.set_position(tally.records);
             }
             if ckpt.is_some() {
@@ -476,9 +526,16 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         drop((r_in, x_in, q_in));
         worker.step_or_park_while(None, || !probe.done() || !tally_probe.done());
         bar.finish_and_clear();
+        // every record decided: the rest of the capture's passed frames
+        let written = pcap_out.map(|mut o| release(&mut o).and_then(|()| o.finish()));
         let mut g = Rc::try_unwrap(out)
             .map(RefCell::into_inner)
             .unwrap_or_default();
+        match written {
+            Some(Ok(n)) => g.out_pcap_packets = Some(n),
+            Some(Err(e)) => error = error.or(Some(e.to_string())),
+            None => {}
+        }
         g.seconds = start.elapsed().as_secs_f64();
         g.last_tick = last_tick;
         g.error = error;

@@ -109,12 +109,34 @@ pub enum JobError {
     /// An output file (`--out`, `--plot`) that cannot be written.
     #[error("cannot write --{flag} {}: {reason}", path.display())]
     Output {
-        /// `out` or `plot`.
+        /// `out`, `out-pcap` or `plot`.
         flag: &'static str,
         /// The file.
         path: PathBuf,
         /// Why.
         reason: String,
+    },
+    /// The report could not be written (standard output closed).
+    #[error("cannot write the report: {0}")]
+    Report(std::io::Error),
+    /// `--out-pcap` with an input other than one classic pcap capture.
+    #[error(
+        "--out-pcap writes the deduplicated capture of one pcap capture, read by one worker; \
+         the input is {input}{why}"
+    )]
+    OutPcapInput {
+        /// The input's name.
+        input: String,
+        /// What is wrong with it, after its name.
+        why: &'static str,
+    },
+    /// `--out-pcap` with a flag it cannot go with.
+    #[error("--out-pcap cannot go with --{flag}: {why}")]
+    OutPcapWith {
+        /// The other flag.
+        flag: &'static str,
+        /// Why not.
+        why: &'static str,
     },
     /// Standard input, a pipe or a FIFO among several inputs, which are opened once ahead for
     /// their first timestamps (a stream can be read only once).

@@ -22,6 +22,7 @@ mod gather;
 mod inflight;
 mod interrupt;
 mod output;
+mod pcap_out;
 mod peers;
 mod plot;
 mod queries;
@@ -40,6 +41,8 @@ use clap::Parser;
 use error::JobError;
 use serde_json::json;
 use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -205,9 +208,29 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
     )
     .map_err(|e| flag_error(e, args))?;
     let slack = dedup.slack();
-    for (flag, path) in [("out", &args.out), ("plot", &args.plot)] {
-        if let Some(path) = path {
+    for (flag, path) in [
+        ("out", &args.out),
+        ("plot", &args.plot),
+        ("out-pcap", &args.out_pcap),
+    ] {
+        if let Some(path) = path
+            .as_ref()
+            .filter(|p| p.as_path() != Path::new(stream::STDIN))
+        {
             check_output(flag, path)?;
+        }
+    }
+    if args.out_pcap.is_some() {
+        let with = [
+            ("exact", args.exact, "the exact baseline writes no capture"),
+            (
+                "checkpoint-dir",
+                args.checkpoint_dir.is_some(),
+                "a restart would write the capture again from its checkpoint",
+            ),
+        ];
+        if let Some(&(flag, _, why)) = with.iter().find(|(_, given, _)| *given) {
+            return Err(JobError::OutPcapWith { flag, why });
         }
     }
     let plan = source::Plan::new(args)?;
@@ -260,6 +283,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
         dedup,
         index,
         collect_passed: args.verify || args.out.is_some(),
+        out_pcap: args.out_pcap.clone(),
         collect_epochs: args.plot.is_some(),
         progress: !args.json,
         in_flight: args.in_flight.unwrap_or(match args.mode {
@@ -333,7 +357,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
         })?;
     }
     let per = |b: u64| b as f64 / n as f64;
-    let report = json!({
+    let mut report = json!({
         "input": plan.name(),
         "records": n,
         "interrupted": interrupted,
@@ -379,12 +403,21 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
         "digest": digest,
         "answers": answers,
     });
-    if args.json {
-        println!("{report}");
-    } else {
-        output::summary(&report, args.digest);
+    if let Some(n) = g.out_pcap_packets {
+        report["out_pcap_packets"] = json!(n);
     }
-    Ok(())
+    // standard error when the deduplicated capture takes standard output
+    let mut to: Box<dyn Write> = if args.out_pcap.as_deref() == Some(Path::new(stream::STDIN)) {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    if args.json {
+        writeln!(to, "{report}")
+    } else {
+        output::summary(&report, args.digest, &mut to)
+    }
+    .map_err(JobError::Report)
 }
 
 /// `--exact`: the baseline's report, in the same JSON shape where it applies.
@@ -427,7 +460,7 @@ fn report_exact(
             "  records {}  passed {}  peak keys in a window {}  map {} bytes",
             x.records, x.passed, x.peak_keys, x.peak_map_bytes
         );
-        output::interrupted_note(&report);
+        output::interrupted_note(&report, &mut std::io::stdout()).map_err(JobError::Report)?;
         println!(
             "  {:.0} records/s (whole run {:.3} s)",
             x.records as f64 / x.seconds.max(1e-9),

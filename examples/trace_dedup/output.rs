@@ -39,23 +39,27 @@ pub fn write_out(
 }
 
 /// The summary printed without `--json`.
-pub fn summary(r: &serde_json::Value, show_digest: bool) {
-    println!(
+pub fn summary(r: &serde_json::Value, show_digest: bool, w: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        w,
         "chronobloom trace_dedup — {}",
         r["input"].as_str().unwrap_or("")
-    );
-    println!(
+    )?;
+    writeln!(
+        w,
         "  records {}  passed {}  dropped as duplicates {}  late {}  bad {}",
         r["records"], r["unique_out"], r["duplicates_dropped"], r["late_records"], r["bad_records"]
-    );
-    interrupted_note(r);
+    )?;
+    interrupted_note(r, w)?;
     if r["records_not_indexed"].as_u64().unwrap_or(0) > 0 {
-        println!(
+        writeln!(
+            w,
             "  not indexed {} ({}): past the index's --index-partitions hours, or held back",
             r["records_not_indexed"], r["not_indexed_by_reason"]
-        );
+        )?;
     }
-    println!(
+    writeln!(
+        w,
         "  window {} ({} ticks, slack {}{}), target fpr {}, mode {}, {} workers",
         r["window"].as_str().unwrap_or(""),
         r["window_ticks"],
@@ -68,36 +72,38 @@ pub fn summary(r: &serde_json::Value, show_digest: bool) {
         r["fpr"],
         r["mode"].as_str().unwrap_or(""),
         r["workers"]
-    );
+    )?;
     if !r["missed_duplicates"].is_null() {
-        println!(
+        writeln!(
+            w,
             "  verify: missed duplicates {}, false drops {} (rate {:.5} of {} unique)",
             r["missed_duplicates"],
             r["false_drops"],
             r["false_drop_rate"].as_f64().unwrap_or(0.0),
             r["exact_unique"]
-        );
-        println!(
+        )?;
+        writeln!(w,
             "  verify: {} records in the slack ({} dropped); peak {} keys in a window, {:.1} dedup bits per key",
             r["slack_records"],
             r["slack_drops"],
             r["peak_window_keys"],
             r["dedup_bits_per_window_key"].as_f64().unwrap_or(0.0)
-        );
+        )?;
     }
-    println!(
+    writeln!(w,
         "  {:.0} records/s ({:.3} s whole run), {:.1} bytes exchanged per record, dedup {} bits, index {} bits",
         r["records_per_sec_total"].as_f64().unwrap_or(0.0),
         r["seconds_total"].as_f64().unwrap_or(0.0),
         r["bytes_exchanged_per_record"].as_f64().unwrap_or(0.0),
         r["dedup_bits"],
         r["index_bits"]
-    );
+    )?;
     if show_digest {
-        println!("  digest {}", r["digest"].as_str().unwrap_or("-"));
+        writeln!(w, "  digest {}", r["digest"].as_str().unwrap_or("-"))?;
     }
     for a in r["answers"].as_array().into_iter().flatten() {
-        println!(
+        writeln!(
+            w,
             "  query {} [{}, {}]: {}{}",
             a["key"].as_str().unwrap_or(""),
             a["start"],
@@ -112,13 +118,18 @@ pub fn summary(r: &serde_json::Value, show_digest: bool) {
                 Some(false) => " (exact: absent)",
                 None => "",
             }
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// A line saying the run was interrupted, when it was: the counts are of the records read before.
-pub fn interrupted_note(r: &serde_json::Value) {
+pub fn interrupted_note(r: &serde_json::Value, w: &mut dyn Write) -> std::io::Result<()> {
     if r["interrupted"].as_bool() == Some(true) {
-        println!("  interrupted (Ctrl-C): the counts are of the records read before it");
+        writeln!(
+            w,
+            "  interrupted (Ctrl-C): the counts are of the records read before it"
+        )?;
     }
+    Ok(())
 }

@@ -54,6 +54,8 @@ pub struct Plan {
     /// its first record's timestamp as it reads it (the same tick 0, without opening the file
     /// twice: a pipe can be read only once).
     pub origin: Option<u64>,
+    /// Whether a capture's reader keeps each record's frame (`--out-pcap`).
+    pub frames: bool,
 }
 
 /// One record, placed in time: its position in the input (`file << 40 | index`) and its key.
@@ -116,6 +118,7 @@ impl Plan {
             span: args.synthetic_span,
             steady: args.steady,
             origin: None,
+            frames: args.out_pcap.is_some(),
         };
         Ticker::new(plan.unit, plan.lateness)?;
         let flag = if args.csv.is_empty() { "pcap" } else { "csv" };
@@ -123,8 +126,31 @@ impl Plan {
             .into_iter()
             .find_map(|(flag, given)| given.then_some(flag));
         stream::check(plan.paths(), flag, rereads)?;
+        if plan.frames {
+            plan.check_frames()?;
+        }
         plan.origin = plan.first_timestamp()?;
         Ok(plan)
+    }
+
+    /// Refuses `--out-pcap` unless the input is one classic pcap capture (a stream's format is
+    /// known only as it is read: its reader checks it).
+    fn check_frames(&self) -> Result<(), JobError> {
+        let refused = |why| JobError::OutPcapInput {
+            input: self.name(),
+            why,
+        };
+        let Input::Pcap(files) = &self.input else {
+            return Err(refused(""));
+        };
+        match files.as_slice() {
+            [one] if stream::is_stream(one) => Ok(()),
+            [one] => match stream::open_pcap(one)?.pcap_header() {
+                Some(_) => Ok(()),
+                None => Err(refused(NOT_PCAP)),
+            },
+            _ => Err(refused("")),
+        }
     }
 
     /// `pcap FILE`, `pcap N files`, `csv FILE`, `synthetic N` or `default synthetic N`.
@@ -205,7 +231,13 @@ impl Plan {
     /// with their stats.
     fn open(&self, i: usize, keep: Option<Keep>) -> Result<Flows, TraceError> {
         Ok(match &self.input {
-            Input::Pcap(f) => Flows::Pcap(stream::open_pcap(&f[i])?),
+            Input::Pcap(f) => {
+                let mut trace = stream::open_pcap(&f[i])?;
+                if self.frames {
+                    trace.keep_frames();
+                }
+                Flows::Pcap(trace)
+            }
             Input::Csv(f) => Flows::Csv(stream::open_csv(&f[i])?, FlowRecord::UNSPECIFIED),
             Input::Synthetic(n, _) => {
                 let span_ms = self.span.as_millis().max(1) as u64;
@@ -353,7 +385,27 @@ pub struct Reader {
     skipped: u64,
 }
 
+/// Why `--out-pcap` refuses a pcapng capture.
+pub const NOT_PCAP: &str = ", which is pcapng: convert it to pcap first (editcap -F pcap IN OUT)";
+
 impl Reader {
+    /// The frame of the record just read, as its capture holds it (with [`Plan::frames`], from
+    /// a classic pcap capture).
+    pub fn frame(&self) -> Option<pcap_file::pcap::RawPcapPacket<'_>> {
+        match &self.current {
+            Some((_, Flows::Pcap(p))) => p.frame(),
+            _ => None,
+        }
+    }
+
+    /// The file header of the capture being read, when it is classic pcap.
+    pub fn pcap_header(&self) -> Option<pcap_file::pcap::PcapHeader> {
+        match &self.current {
+            Some((_, Flows::Pcap(p))) => p.pcap_header(),
+            _ => None,
+        }
+    }
+
     /// What was left out so far.
     pub fn tally(&self) -> Tally {
         let not_ip = self.current.as_ref().map_or(0, |(_, f)| f.not_ip());

@@ -9,12 +9,13 @@
 use super::packet::{decode_into, LinkType, PacketError};
 use super::{FlowRecord, TraceError, TraceStats};
 use byteorder_slice::{BigEndian, LittleEndian};
-use pcap_file::pcap::PcapReader;
+use pcap_file::pcap::{PcapHeader, PcapReader, RawPcapPacket};
 use pcap_file::pcapng::blocks::interface_description::{
     InterfaceDescriptionBlock, InterfaceDescriptionOption,
 };
 use pcap_file::pcapng::{Block, PcapNgReader, RawBlock};
 use pcap_file::{Endianness, PcapError, TsResolution};
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{Chain, Cursor, ErrorKind, Read};
 use std::path::{Path, PathBuf};
@@ -109,6 +110,16 @@ pub struct PcapTrace {
     done: bool,
     /// The last packet's record, decoded in place ([`PcapTrace::next_ref`]).
     record: FlowRecord,
+    /// The last packet's frame as the file holds it, when kept ([`PcapTrace::keep_frames`]).
+    frame: Option<Frame>,
+}
+
+/// A classic-pcap packet record: its header's fields (seconds, fraction, included and original
+/// length, as in the file) and its bytes.
+#[derive(Debug, Default)]
+struct Frame {
+    head: [u32; 4],
+    data: Vec<u8>,
 }
 
 impl std::fmt::Debug for PcapTrace {
@@ -220,6 +231,54 @@ impl PcapTrace {
             stats: TraceStats::default(),
             done: false,
             record: FlowRecord::UNSPECIFIED,
+            frame: None,
+        })
+    }
+
+    /// Keeps each packet's frame, as the file holds it, until the next one is read
+    /// ([`PcapTrace::frame`]); classic pcap only (pcapng blocks are not kept).
+    pub fn keep_frames(&mut self) {
+        self.frame.get_or_insert_with(Frame::default);
+    }
+
+    /// The file header of a classic pcap capture (`None` for pcapng): with
+    /// [`PcapTrace::frame`], what it takes to write some of its packets as they were read.
+    pub fn pcap_header(&self) -> Option<PcapHeader> {
+        match &self.source {
+            Source::Pcap { reader, .. } => Some(reader.header()),
+            Source::PcapNg { .. } => None,
+        }
+    }
+
+    /// The frame of the last packet read (the record [`PcapTrace::next_ref`] lent), byte for byte
+    /// as the file holds it, when frames are kept ([`PcapTrace::keep_frames`]) and the capture is
+    /// classic pcap.
+    ///
+    /// ```no_run
+    /// use chronobloom::trace::PcapTrace;
+    /// let mut trace = PcapTrace::open("data/real.pcap")?;
+    /// trace.keep_frames();
+    /// let header = trace.pcap_header().expect("classic pcap");
+    /// let mut out = pcap_file::pcap::PcapWriter::with_header(Vec::new(), header)?;
+    /// while let Some(record) = trace.next_ref() {
+    ///     if record?.sport == 443 {
+    ///         out.write_raw_packet(&trace.frame().expect("kept"))?;
+    ///     }
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn frame(&self) -> Option<RawPcapPacket<'_>> {
+        let f = self
+            .frame
+            .as_ref()
+            .filter(|_| self.format == CaptureFormat::Pcap)?;
+        let [ts_sec, ts_frac, incl_len, orig_len] = f.head;
+        Some(RawPcapPacket {
+            ts_sec,
+            ts_frac,
+            incl_len,
+            orig_len,
+            data: Cow::Borrowed(&f.data),
         })
     }
 
@@ -257,6 +316,11 @@ impl PcapTrace {
                         Some(Ok(raw)) => raw,
                     };
                     self.offset += 16 + u64::from(raw.incl_len);
+                    if let Some(f) = self.frame.as_mut() {
+                        f.head = [raw.ts_sec, raw.ts_frac, raw.incl_len, raw.orig_len];
+                        f.data.clear();
+                        f.data.extend_from_slice(&raw.data);
+                    }
                     let ts = u64::from(raw.ts_frac)
                         .checked_mul(u64::from(*nanos_per_frac))
                         .filter(|&n| n < 1_000_000_000)
