@@ -748,7 +748,7 @@ fn checkpoints_complete_with_workers_whose_input_ended_or_was_none() {
 /// records that passed, in input order (read back, they are the records `--out` lists), byte for
 /// byte as the input holds them (its file header, then a subsequence of its packet records), the
 /// same bytes with one worker, two workers and from a pipe to a pipe (the report then on standard
-/// error); `out_pcap_packets` is `unique_out`.
+/// error); `out_pcap_packets` is `unique_out`, also for the exact baseline's capture.
 #[test]
 fn out_pcap_writes_the_passed_frames_as_the_job_runs() {
     use chronobloom::trace::PcapTrace;
@@ -826,6 +826,31 @@ fn out_pcap_writes_the_passed_frames_as_the_job_runs() {
             assert!(
                 from.any(|p| p == k),
                 "{file}: a written frame not in the input in order"
+            );
+        }
+        // the exact baseline writes its own decisions the same way
+        let exact = json(&run(&[
+            "--pcap",
+            &file,
+            "--json",
+            "--exact",
+            "--out-pcap",
+            &path(&out),
+        ]));
+        assert_eq!(
+            exact["out_pcap_packets"], exact["unique_out"],
+            "{file} --exact"
+        );
+        let mut from = frames(&given).into_iter();
+        let exact_frames = frames(&std::fs::read(&out).unwrap());
+        assert_eq!(
+            exact_frames.len() as u64,
+            exact["unique_out"].as_u64().unwrap()
+        );
+        for k in exact_frames {
+            assert!(
+                from.any(|p| p == k),
+                "{file} --exact: a frame not in the input in order"
             );
         }
         // two workers, and a pipe in and out: the same bytes

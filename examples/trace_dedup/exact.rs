@@ -1,11 +1,14 @@
 //! `--exact`: what a user would write instead of filters — a hash map from a 128-bit digest of
 //! each key to the last tick it was seen, swept every window / 16, on the same reader. A record
 //! passes iff its key was not seen in the window before it (same-tick repeats: the first passes).
+//! With `--out-pcap` it writes each passed record's frame as it decides it.
 
+use crate::error::JobError;
 use crate::interrupt;
-use crate::source::Plan;
-use chronobloom::trace::TraceError;
+use crate::pcap_out::PcapOut;
+use crate::source::{Plan, NOT_PCAP};
 use std::collections::HashMap;
+use std::path::Path;
 use std::time::Instant;
 
 /// What the exact run did.
@@ -23,16 +26,20 @@ pub struct Exact {
     pub not_ip: u64,
     /// Whether an interrupt stopped the reader before the end of the input.
     pub interrupted: bool,
+    /// Packets written to `--out-pcap`.
+    pub out_pcap_packets: Option<u64>,
 }
 
-/// Runs the exact dedup over the whole input (up to an interrupt) in one thread.
-pub fn run(plan: &Plan, window: u64) -> Result<Exact, TraceError> {
+/// Runs the exact dedup over the whole input (up to an interrupt) in one thread, writing the
+/// passed records' frames to `out_pcap` when given.
+pub fn run(plan: &Plan, window: u64, out_pcap: Option<&Path>) -> Result<Exact, JobError> {
     let start = Instant::now();
     let sweep_every = (window / 16).max(1);
     let mut last: HashMap<u128, u64> = HashMap::new();
     let mut out = Exact::default();
     let mut next_sweep = sweep_every;
     let mut reader = plan.reader(0, 1, None);
+    let mut pcap: Option<PcapOut> = None;
     while let Some(rec) = reader.next_hashed(plan.seed) {
         if interrupt::requested() {
             out.interrupted = true;
@@ -48,7 +55,25 @@ pub fn run(plan: &Plan, window: u64) -> Result<Exact, TraceError> {
         out.records += 1;
         match last.insert(digest, rec.tick) {
             Some(t) if t + window > rec.tick => {}
-            _ => out.passed += 1,
+            _ => {
+                out.passed += 1;
+                if let Some(path) = out_pcap {
+                    let o = match pcap.as_mut() {
+                        Some(o) => o,
+                        None => {
+                            let refused = || JobError::OutPcapInput {
+                                input: plan.name(),
+                                why: NOT_PCAP,
+                            };
+                            let header = reader.pcap_header().ok_or_else(refused)?;
+                            pcap.insert(PcapOut::create(path, header)?)
+                        }
+                    };
+                    if let Some(frame) = reader.frame() {
+                        o.write(&frame)?;
+                    }
+                }
+            }
         }
         out.peak_keys = out.peak_keys.max(last.len() as u64);
         let entry = std::mem::size_of::<(u128, u64)>() as u64 + 1;
@@ -56,6 +81,7 @@ pub fn run(plan: &Plan, window: u64) -> Result<Exact, TraceError> {
     }
     let t = reader.tally();
     (out.late, out.bad, out.not_ip) = (t.late, t.bad, t.not_ip);
+    out.out_pcap_packets = pcap.map(PcapOut::finish).transpose()?;
     out.seconds = start.elapsed().as_secs_f64();
     Ok(out)
 }

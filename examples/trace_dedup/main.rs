@@ -221,16 +221,11 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
         }
     }
     if args.out_pcap.is_some() {
-        let with = [
-            ("exact", args.exact, "the exact baseline writes no capture"),
-            (
-                "checkpoint-dir",
-                args.checkpoint_dir.is_some(),
-                "a restart would write the capture again from its checkpoint",
-            ),
-        ];
-        if let Some(&(flag, _, why)) = with.iter().find(|(_, given, _)| *given) {
-            return Err(JobError::OutPcapWith { flag, why });
+        if args.checkpoint_dir.is_some() {
+            return Err(JobError::OutPcapWith {
+                flag: "checkpoint-dir",
+                why: "a restart would write the capture again from its checkpoint",
+            });
         }
     }
     let plan = source::Plan::new(args)?;
@@ -406,12 +401,7 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
     if let Some(n) = g.out_pcap_packets {
         report["out_pcap_packets"] = json!(n);
     }
-    // standard error when the deduplicated capture takes standard output
-    let mut to: Box<dyn Write> = if args.out_pcap.as_deref() == Some(Path::new(stream::STDIN)) {
-        Box::new(std::io::stderr())
-    } else {
-        Box::new(std::io::stdout())
-    };
+    let mut to = report_sink(args);
     if args.json {
         writeln!(to, "{report}")
     } else {
@@ -427,7 +417,7 @@ fn report_exact(
     window: u64,
     started: std::time::Instant,
 ) -> Result<(), JobError> {
-    let x = exact::run(plan, window)?;
+    let x = exact::run(plan, window, args.out_pcap.as_deref())?;
     let seconds_total = started.elapsed().as_secs_f64();
     let report = json!({
         "input": plan.name(),
@@ -451,23 +441,38 @@ fn report_exact(
         "records_per_sec": x.records as f64 / x.seconds.max(1e-9),
         "records_per_sec_total": x.records as f64 / seconds_total.max(1e-9),
         "peak_rss_bytes": peak_rss_bytes(),
+        "out_pcap_packets": x.out_pcap_packets,
     });
+    let mut to = report_sink(args);
     if args.json {
-        println!("{report}");
-    } else {
-        println!("chronobloom trace_dedup --exact — {}", plan.name());
-        println!(
+        return writeln!(to, "{report}").map_err(JobError::Report);
+    }
+    let mut summary = || {
+        writeln!(to, "chronobloom trace_dedup --exact — {}", plan.name())?;
+        writeln!(
+            to,
             "  records {}  passed {}  peak keys in a window {}  map {} bytes",
             x.records, x.passed, x.peak_keys, x.peak_map_bytes
-        );
-        output::interrupted_note(&report, &mut std::io::stdout()).map_err(JobError::Report)?;
-        println!(
+        )?;
+        output::interrupted_note(&report, &mut to)?;
+        writeln!(
+            to,
             "  {:.0} records/s (whole run {:.3} s)",
             x.records as f64 / x.seconds.max(1e-9),
             seconds_total
-        );
+        )
+    };
+    summary().map_err(JobError::Report)
+}
+
+/// Where the report goes: standard output, or standard error when the deduplicated capture
+/// takes standard output (`--out-pcap -`).
+fn report_sink(args: &cli::Args) -> Box<dyn Write> {
+    if args.out_pcap.as_deref() == Some(Path::new(stream::STDIN)) {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
     }
-    Ok(())
 }
 
 /// This process's peak resident set (`VmHWM` of `/proc/self/status`), where the OS reports it.

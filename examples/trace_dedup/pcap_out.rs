@@ -29,8 +29,10 @@ pub struct PcapOut {
     /// The byte order of the capture's header fields, kept in the output.
     endianness: Endianness,
     waiting: VecDeque<Waiting>,
-    /// The waiting frames' bytes, back to back in input order.
-    bytes: VecDeque<u8>,
+    /// The waiting frames' bytes, back to back in input order, from `consumed` on (the bytes
+    /// before are written or forgotten, and moved out once they are half the buffer).
+    bytes: Vec<u8>,
+    consumed: usize,
     /// Positions of passed records whose frames are not written yet, sorted at each release.
     passed: Vec<u64>,
     written: u64,
@@ -58,7 +60,8 @@ impl PcapOut {
             out,
             endianness: header.endianness,
             waiting: VecDeque::new(),
-            bytes: VecDeque::new(),
+            bytes: Vec::new(),
+            consumed: 0,
             passed: Vec::new(),
             written: 0,
         })
@@ -67,7 +70,7 @@ impl PcapOut {
     /// Keeps the frame of the record at position `seq` and tick `tick` until it is decided
     /// (positions increase in input order, as a capture's do).
     pub fn keep(&mut self, seq: u64, tick: Tick, frame: &RawPcapPacket<'_>) {
-        self.bytes.extend(frame.data.iter());
+        self.bytes.extend_from_slice(&frame.data);
         self.waiting.push_back(Waiting {
             seq,
             tick,
@@ -95,28 +98,30 @@ impl PcapOut {
             }
             if self.passed.get(next) == Some(&w.seq) {
                 next += 1;
-                let mut head = [0u8; 16];
-                for (field, bytes) in w.head.iter().zip(head.chunks_exact_mut(4)) {
-                    bytes.copy_from_slice(&match self.endianness {
-                        Endianness::Big => field.to_be_bytes(),
-                        Endianness::Little => field.to_le_bytes(),
-                    });
-                }
-                let (a, b) = self.bytes.as_slices();
-                let (a, b) = (&a[..len.min(a.len())], &b[..len.saturating_sub(a.len())]);
-                let written = self.out.write_all(&head);
-                if let Err(e) = written
-                    .and_then(|()| self.out.write_all(a))
-                    .and_then(|()| self.out.write_all(b))
-                {
+                let data = self.bytes.get(self.consumed..self.consumed + len);
+                let data = data.unwrap_or_default();
+                if let Err(e) = write_frame(&mut self.out, self.endianness, w.head, data) {
                     return Err(self.failed(e.to_string()));
                 }
                 self.written += 1;
             }
-            self.bytes.drain(..len);
+            self.consumed += len;
             self.waiting.pop_front();
         }
         self.passed.drain(..next);
+        if self.consumed * 2 >= self.bytes.len() {
+            self.bytes.drain(..self.consumed);
+            self.consumed = 0;
+        }
+        Ok(())
+    }
+
+    /// Writes a frame at once (a record decided as it is read: the exact baseline).
+    pub fn write(&mut self, frame: &RawPcapPacket<'_>) -> Result<(), JobError> {
+        let head = [frame.ts_sec, frame.ts_frac, frame.incl_len, frame.orig_len];
+        write_frame(&mut self.out, self.endianness, head, &frame.data)
+            .map_err(|e| self.failed(e.to_string()))?;
+        self.written += 1;
         Ok(())
     }
 
@@ -133,4 +138,22 @@ impl PcapOut {
             reason,
         }
     }
+}
+
+/// Writes a packet record: its header's fields in the capture's byte order, then its bytes.
+fn write_frame(
+    out: &mut impl Write,
+    endianness: Endianness,
+    head: [u32; 4],
+    data: &[u8],
+) -> std::io::Result<()> {
+    let mut bytes = [0u8; 16];
+    for (field, to) in head.iter().zip(bytes.chunks_exact_mut(4)) {
+        to.copy_from_slice(&match endianness {
+            Endianness::Big => field.to_be_bytes(),
+            Endianness::Little => field.to_le_bytes(),
+        });
+    }
+    out.write_all(&bytes)?;
+    out.write_all(data)
 }
