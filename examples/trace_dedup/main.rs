@@ -220,13 +220,11 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
             check_output(flag, path)?;
         }
     }
-    if args.out_pcap.is_some() {
-        if args.checkpoint_dir.is_some() {
-            return Err(JobError::OutPcapWith {
-                flag: "checkpoint-dir",
-                why: "a restart would write the capture again from its checkpoint",
-            });
-        }
+    if args.out_pcap.is_some() && args.checkpoint_dir.is_some() {
+        return Err(JobError::OutPcapWith {
+            flag: "checkpoint-dir",
+            why: "a restart would write the capture again from its checkpoint",
+        });
     }
     let plan = source::Plan::new(args)?;
     interrupt::install().map_err(JobError::Dataflow)?;
