@@ -90,6 +90,6 @@ mod queries;
 mod running;
 
 // Helpers the rows of several groups share.
-use inputs::{capture, dir, epb, frame, idb, record, shb, write, HEADER};
+use inputs::{capture, dir, frame, record, write, HEADER};
 use job_flags::{binary, run};
 use operator_config::{dedup, index};

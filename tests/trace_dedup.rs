@@ -752,7 +752,6 @@ fn checkpoints_complete_with_workers_whose_input_ended_or_was_none() {
 #[test]
 fn out_pcap_writes_the_passed_frames_as_the_job_runs() {
     use chronobloom::trace::PcapTrace;
-    use pcap_file::pcap::PcapReader;
     use std::io::Write;
     let dir = std::env::temp_dir().join(format!("chronobloom-out-pcap-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -771,6 +770,7 @@ fn out_pcap_writes_the_passed_frames_as_the_job_runs() {
     );
     let mut inputs = vec![generated];
     inputs.extend(data("real.pcap"));
+    inputs.extend(data("icmp_ttl.pcap")); // pcapng
     let path = |p: &Path| p.to_str().unwrap().to_string();
     let (out, csv) = (dir.join("deduped.pcap"), dir.join("passed.csv"));
     for input in inputs {
@@ -808,26 +808,41 @@ fn out_pcap_writes_the_passed_frames_as_the_job_runs() {
             lines.iter().map(String::as_str).eq(listed.iter().copied()),
             "{file}"
         );
-        // byte for byte: the input's header and a subsequence of its records
+        // byte for byte: everything of the input that is not a packet (file header, pcapng
+        // interfaces), and a subsequence of its records
         let written = std::fs::read(&out).unwrap();
         let given = std::fs::read(&input).unwrap();
-        assert_eq!(written[..24], given[..24], "{file}: file header");
-        let frames = |bytes: &[u8]| {
-            let mut r = PcapReader::new(bytes).unwrap();
-            let mut all = Vec::new();
-            while let Some(p) = r.next_raw_packet() {
-                let p = p.unwrap();
-                all.push((p.ts_sec, p.ts_frac, p.orig_len, p.data.into_owned()));
+        let kept = |bytes: &[u8]| {
+            let mut t =
+                PcapTrace::from_reader("kept", std::io::Cursor::new(bytes.to_vec())).unwrap();
+            t.keep_frames().unwrap();
+            let (mut before, mut records) = (Vec::new(), Vec::new());
+            while let Some(r) = t.next_ref() {
+                r.unwrap();
+                let k = t.kept().unwrap();
+                before.extend_from_slice(k.before);
+                records.push(k.record.to_vec());
             }
-            all
+            (before, records)
         };
-        let mut from = frames(&given).into_iter();
-        for k in frames(&written) {
-            assert!(
-                from.any(|p| p == k),
-                "{file}: a written frame not in the input in order"
+        let (before, records) = kept(&given);
+        let subsequence = |chosen: Vec<Vec<u8>>, what: &str| {
+            assert_eq!(
+                chosen.len() as u64,
+                r["unique_out"].as_u64().unwrap(),
+                "{what}"
             );
-        }
+            let mut from = records.iter();
+            for k in chosen {
+                assert!(
+                    from.any(|p| *p == k),
+                    "{what}: a record not in the input in order"
+                );
+            }
+        };
+        let (written_before, written_records) = kept(&written);
+        assert!(written_before == before, "{file}: what is not a packet");
+        subsequence(written_records, &file);
         // the exact baseline writes its own decisions the same way
         let exact = json(&run(&[
             "--pcap",
@@ -841,16 +856,20 @@ fn out_pcap_writes_the_passed_frames_as_the_job_runs() {
             exact["out_pcap_packets"], exact["unique_out"],
             "{file} --exact"
         );
-        let mut from = frames(&given).into_iter();
-        let exact_frames = frames(&std::fs::read(&out).unwrap());
+        let (exact_before, exact_records) = kept(&std::fs::read(&out).unwrap());
+        assert!(
+            exact_before == before,
+            "{file} --exact: what is not a packet"
+        );
         assert_eq!(
-            exact_frames.len() as u64,
+            exact_records.len() as u64,
             exact["unique_out"].as_u64().unwrap()
         );
-        for k in exact_frames {
+        let mut from = records.iter();
+        for k in exact_records {
             assert!(
-                from.any(|p| p == k),
-                "{file} --exact: a frame not in the input in order"
+                from.any(|p| *p == k),
+                "{file} --exact: a record not in the input in order"
             );
         }
         // two workers, and a pipe in and out: the same bytes

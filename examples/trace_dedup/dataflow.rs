@@ -6,12 +6,11 @@
 use crate::advance::Advance;
 use crate::bundle::Bundle;
 use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
-use crate::error::JobError;
 use crate::gather;
 use crate::inflight::InFlight;
 use crate::interrupt;
 use crate::pcap_out::PcapOut;
-use crate::source::{Mine, Plan, NOT_PCAP};
+use crate::source::{Mine, Plan};
 use crate::travel::{flush, send_bundle, send_bundles, JobRecord, Local, Sent, BATCH, ROUTE_BYTES};
 use chronobloom::core::hash::KeyHash;
 use chronobloom::core::temporal::{Tick, TimeRange};
@@ -372,14 +371,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             }
             if let Some(path) = writes {
                 if pcap_out.is_none() {
-                    let created = match reader.pcap_header() {
-                        Some(header) => PcapOut::create(path, header),
-                        None => Err(JobError::OutPcapInput {
-                            input: job.plan.name(),
-                            why: NOT_PCAP,
-                        }),
-                    };
-                    match created {
+                    match PcapOut::create(path) {
                         Ok(o) => pcap_out = Some(o),
                         Err(e) => {
                             error = Some(e.to_string());
@@ -387,8 +379,8 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                         }
                     }
                 }
-                if let (Some(o), Some(frame)) = (pcap_out.as_mut(), reader.frame()) {
-                    o.keep(rec.seq, rec.tick, &frame);
+                if let (Some(o), Some(kept)) = (pcap_out.as_mut(), reader.kept()) {
+                    o.keep(rec.seq, rec.tick, kept);
                 }
             }
             // a checkpoint boundary needs the inputs at it

@@ -119,16 +119,14 @@ pub enum JobError {
     /// The report could not be written (standard output closed).
     #[error("cannot write the report: {0}")]
     Report(std::io::Error),
-    /// `--out-pcap` with an input other than one classic pcap capture.
+    /// `--out-pcap` with an input other than one capture.
     #[error(
-        "--out-pcap writes the deduplicated capture of one pcap capture, read by one worker; \
-         the input is {input}{why}"
+        "--out-pcap writes the deduplicated capture of one capture, read by one worker; the \
+         input is {input}"
     )]
     OutPcapInput {
         /// The input's name.
         input: String,
-        /// What is wrong with it, after its name.
-        why: &'static str,
     },
     /// `--out-pcap` with a flag it cannot go with.
     #[error("--out-pcap cannot go with --{flag}: {why}")]

@@ -6,7 +6,7 @@
 use crate::error::JobError;
 use crate::interrupt;
 use crate::pcap_out::PcapOut;
-use crate::source::{Plan, NOT_PCAP};
+use crate::source::Plan;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
@@ -53,26 +53,15 @@ pub fn run(plan: &Plan, window: u64, out_pcap: Option<&Path>) -> Result<Exact, J
         let h = rec.digest;
         let digest = u128::from(h.hi) << 64 | u128::from(h.lo);
         out.records += 1;
-        match last.insert(digest, rec.tick) {
-            Some(t) if t + window > rec.tick => {}
-            _ => {
-                out.passed += 1;
-                if let Some(path) = out_pcap {
-                    let o = match pcap.as_mut() {
-                        Some(o) => o,
-                        None => {
-                            let refused = || JobError::OutPcapInput {
-                                input: plan.name(),
-                                why: NOT_PCAP,
-                            };
-                            let header = reader.pcap_header().ok_or_else(refused)?;
-                            pcap.insert(PcapOut::create(path, header)?)
-                        }
-                    };
-                    if let Some(frame) = reader.frame() {
-                        o.write(&frame)?;
-                    }
-                }
+        let passed = !matches!(last.insert(digest, rec.tick), Some(t) if t + window > rec.tick);
+        out.passed += u64::from(passed);
+        if let Some(path) = out_pcap {
+            let o = match pcap.as_mut() {
+                Some(o) => o,
+                None => pcap.insert(PcapOut::create(path)?),
+            };
+            if let Some(kept) = reader.kept() {
+                o.write(kept, passed)?;
             }
         }
         out.peak_keys = out.peak_keys.max(last.len() as u64);

@@ -1,64 +1,57 @@
 //! The deduplicated capture (`--out-pcap FILE|-`), written as the job runs: the reader keeps each
-//! record's frame, as the capture holds it, until the dataflow has decided the record's epoch,
-//! then writes the frames of the records that passed, in input order. Frames wait at most as long
-//! as their records are in flight (`--in-flight`, `--in-flight-records`), so memory stays bounded
-//! whatever the capture's length, and a pipe in gives a pipe out.
+//! record's bytes, as the capture holds them, until the dataflow has decided the record's epoch,
+//! then writes those of the records that passed, in input order, with everything between them
+//! that is not a packet (the file header, pcapng interfaces): a capture of the input's format.
+//! Bytes wait at most as long as their records are in flight (`--in-flight`,
+//! `--in-flight-records`), so memory stays bounded whatever the capture's length, and a pipe in
+//! gives a pipe out.
 
 use crate::error::JobError;
 use crate::stream;
 use chronobloom::core::temporal::Tick;
-use pcap_file::pcap::{PcapHeader, RawPcapPacket};
-use pcap_file::Endianness;
+use chronobloom::trace::KeptFrame;
 use std::collections::VecDeque;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-/// A frame waiting for its record's decision: the record's position and tick, and the frame's
-/// header fields as the capture holds them (seconds, fraction, included length — its bytes in
-/// [`PcapOut::bytes`] — and original length).
+/// Bytes waiting in [`PcapOut::bytes`]: a record's (its position and tick), written if it
+/// passed, or what the capture holds between records (`seq` `None`), always written.
 struct Waiting {
-    seq: u64,
+    seq: Option<u64>,
     tick: Tick,
-    head: [u32; 4],
+    len: usize,
 }
 
 /// The deduplicated capture being written.
 pub struct PcapOut {
     path: PathBuf,
     out: BufWriter<Box<dyn Write>>,
-    /// The byte order of the capture's header fields, kept in the output.
-    endianness: Endianness,
     waiting: VecDeque<Waiting>,
-    /// The waiting frames' bytes, back to back in input order, from `consumed` on (the bytes
-    /// before are written or forgotten, and moved out once they are half the buffer).
+    /// The waiting bytes, back to back in input order, from `consumed` on (the bytes before are
+    /// written or forgotten, and moved out once they are half the buffer).
     bytes: Vec<u8>,
     consumed: usize,
-    /// Positions of passed records whose frames are not written yet, sorted at each release.
+    /// Positions of passed records whose bytes are not written yet, sorted at each release.
     passed: Vec<u64>,
     written: u64,
 }
 
 impl PcapOut {
-    /// Creates `path` (standard output for `-`) with the input capture's file header.
-    pub fn create(path: &Path, header: PcapHeader) -> Result<Self, JobError> {
-        let failed = |reason: String| JobError::Output {
-            flag: "out-pcap",
-            path: path.to_path_buf(),
-            reason,
-        };
+    /// Creates `path` (standard output for `-`).
+    pub fn create(path: &Path) -> Result<Self, JobError> {
         let sink: Box<dyn Write> = if path == Path::new(stream::STDIN) {
             Box::new(std::io::stdout())
         } else {
-            Box::new(std::fs::File::create(path).map_err(|e| failed(e.to_string()))?)
+            let file = std::fs::File::create(path).map_err(|e| JobError::Output {
+                flag: "out-pcap",
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            })?;
+            Box::new(file)
         };
-        let mut out = BufWriter::new(sink);
-        header
-            .write_to(&mut out)
-            .map_err(|e| failed(e.to_string()))?;
         Ok(PcapOut {
             path: path.to_path_buf(),
-            out,
-            endianness: header.endianness,
+            out: BufWriter::new(sink),
             waiting: VecDeque::new(),
             bytes: Vec::new(),
             consumed: 0,
@@ -67,45 +60,62 @@ impl PcapOut {
         })
     }
 
-    /// Keeps the frame of the record at position `seq` and tick `tick` until it is decided
-    /// (positions increase in input order, as a capture's do).
-    pub fn keep(&mut self, seq: u64, tick: Tick, frame: &RawPcapPacket<'_>) {
-        self.bytes.extend_from_slice(&frame.data);
+    /// Keeps the bytes of the record at position `seq` and tick `tick` until it is decided, and
+    /// those before it (positions increase in input order, as a capture's do).
+    pub fn keep(&mut self, seq: u64, tick: Tick, kept: KeptFrame<'_>) {
+        if !kept.before.is_empty() {
+            self.bytes.extend_from_slice(kept.before);
+            let len = kept.before.len();
+            self.waiting.push_back(Waiting {
+                seq: None,
+                tick,
+                len,
+            });
+        }
+        self.bytes.extend_from_slice(kept.record);
+        let len = kept.record.len();
         self.waiting.push_back(Waiting {
-            seq,
+            seq: Some(seq),
             tick,
-            head: [frame.ts_sec, frame.ts_frac, frame.incl_len, frame.orig_len],
+            len,
         });
     }
 
-    /// Positions of records that passed (any order; their frames may still be waiting).
+    /// Positions of records that passed (any order; their bytes may still be waiting).
     pub fn passed(&mut self, seqs: impl IntoIterator<Item = u64>) {
         self.passed.extend(seqs);
     }
 
-    /// Writes or forgets, in input order, the waiting frames whose records are decided:
+    /// Writes or forgets, in input order, the waiting bytes whose records are decided:
     /// `decided(tick)` says that every record at `tick` is, and every position that passed
-    /// among them was handed to [`PcapOut::passed`]. Stops at the first undecided one (a
-    /// later tick may come before an earlier one in the capture; its frame waits for it).
+    /// among them was handed to [`PcapOut::passed`]. Stops at the first undecided record (a
+    /// later tick may come before an earlier one in the capture; its bytes wait for it).
     pub fn release(&mut self, decided: impl Fn(Tick) -> bool) -> Result<(), JobError> {
-        // the waiting frames are in position order: walk the sorted passed positions beside them
+        // the waiting records are in position order: walk the sorted passed positions beside
         self.passed.sort_unstable();
         let mut next = 0;
-        while let Some(w) = self.waiting.front().filter(|w| decided(w.tick)) {
-            let len = w.head[2] as usize;
-            while self.passed.get(next).is_some_and(|&p| p < w.seq) {
-                next += 1;
-            }
-            if self.passed.get(next) == Some(&w.seq) {
-                next += 1;
-                let data = self.bytes.get(self.consumed..self.consumed + len);
-                let data = data.unwrap_or_default();
-                if let Err(e) = write_frame(&mut self.out, self.endianness, w.head, data) {
-                    return Err(self.failed(e.to_string()));
+        while let Some(w) = self.waiting.front() {
+            let write = match w.seq {
+                None => true,
+                Some(_) if !decided(w.tick) => break,
+                Some(seq) => {
+                    while self.passed.get(next).is_some_and(|&p| p < seq) {
+                        next += 1;
+                    }
+                    let passed = self.passed.get(next) == Some(&seq);
+                    next += usize::from(passed);
+                    self.written += u64::from(passed);
+                    passed
                 }
-                self.written += 1;
+            };
+            let end = self.consumed + w.len;
+            if write {
+                let data = self.bytes.get(self.consumed..end).unwrap_or_default();
+                if let Err(e) = self.out.write_all(data) {
+                    return Err(self.failed(e));
+                }
             }
-            self.consumed += len;
+            self.consumed = end;
             self.waiting.pop_front();
         }
         self.passed.drain(..next);
@@ -116,44 +126,29 @@ impl PcapOut {
         Ok(())
     }
 
-    /// Writes a frame at once (a record decided as it is read: the exact baseline).
-    pub fn write(&mut self, frame: &RawPcapPacket<'_>) -> Result<(), JobError> {
-        let head = [frame.ts_sec, frame.ts_frac, frame.incl_len, frame.orig_len];
-        write_frame(&mut self.out, self.endianness, head, &frame.data)
-            .map_err(|e| self.failed(e.to_string()))?;
-        self.written += 1;
+    /// Writes a record decided as it is read (the exact baseline): the bytes before it, and its
+    /// own when it passed.
+    pub fn write(&mut self, kept: KeptFrame<'_>, passed: bool) -> Result<(), JobError> {
+        let record: &[u8] = if passed { kept.record } else { &[] };
+        let written = self.out.write_all(kept.before);
+        written
+            .and_then(|()| self.out.write_all(record))
+            .map_err(|e| self.failed(e))?;
+        self.written += u64::from(passed);
         Ok(())
     }
 
     /// Flushes the capture; the number of packets written.
     pub fn finish(mut self) -> Result<u64, JobError> {
-        self.out.flush().map_err(|e| self.failed(e.to_string()))?;
+        self.out.flush().map_err(|e| self.failed(e))?;
         Ok(self.written)
     }
 
-    fn failed(&self, reason: String) -> JobError {
+    fn failed(&self, e: std::io::Error) -> JobError {
         JobError::Output {
             flag: "out-pcap",
             path: self.path.clone(),
-            reason,
+            reason: e.to_string(),
         }
     }
-}
-
-/// Writes a packet record: its header's fields in the capture's byte order, then its bytes.
-fn write_frame(
-    out: &mut impl Write,
-    endianness: Endianness,
-    head: [u32; 4],
-    data: &[u8],
-) -> std::io::Result<()> {
-    let mut bytes = [0u8; 16];
-    for (field, to) in head.iter().zip(bytes.chunks_exact_mut(4)) {
-        to.copy_from_slice(&match endianness {
-            Endianness::Big => field.to_be_bytes(),
-            Endianness::Little => field.to_le_bytes(),
-        });
-    }
-    out.write_all(&bytes)?;
-    out.write_all(data)
 }

@@ -133,23 +133,11 @@ impl Plan {
         Ok(plan)
     }
 
-    /// Refuses `--out-pcap` unless the input is one classic pcap capture (a stream's format is
-    /// known only as it is read: its reader checks it).
+    /// Refuses `--out-pcap` unless the input is one capture (a file or a stream).
     fn check_frames(&self) -> Result<(), JobError> {
-        let refused = |why| JobError::OutPcapInput {
-            input: self.name(),
-            why,
-        };
-        let Input::Pcap(files) = &self.input else {
-            return Err(refused(""));
-        };
-        match files.as_slice() {
-            [one] if stream::is_stream(one) => Ok(()),
-            [one] => match stream::open_pcap(one)?.pcap_header() {
-                Some(_) => Ok(()),
-                None => Err(refused(NOT_PCAP)),
-            },
-            _ => Err(refused("")),
+        match &self.input {
+            Input::Pcap(files) if files.len() == 1 => Ok(()),
+            _ => Err(JobError::OutPcapInput { input: self.name() }),
         }
     }
 
@@ -234,7 +222,7 @@ impl Plan {
             Input::Pcap(f) => {
                 let mut trace = stream::open_pcap(&f[i])?;
                 if self.frames {
-                    trace.keep_frames();
+                    trace.keep_frames()?;
                 }
                 Flows::Pcap(trace)
             }
@@ -385,23 +373,12 @@ pub struct Reader {
     skipped: u64,
 }
 
-/// Why `--out-pcap` refuses a pcapng capture.
-pub const NOT_PCAP: &str = ", which is pcapng: convert it to pcap first (editcap -F pcap IN OUT)";
-
 impl Reader {
-    /// The frame of the record just read, as its capture holds it (with [`Plan::frames`], from
-    /// a classic pcap capture).
-    pub fn frame(&self) -> Option<pcap_file::pcap::RawPcapPacket<'_>> {
+    /// The bytes of the record just read and of what came before it, as its capture holds them
+    /// (with [`Plan::frames`]).
+    pub fn kept(&self) -> Option<chronobloom::trace::KeptFrame<'_>> {
         match &self.current {
-            Some((_, Flows::Pcap(p))) => p.frame(),
-            _ => None,
-        }
-    }
-
-    /// The file header of the capture being read, when it is classic pcap.
-    pub fn pcap_header(&self) -> Option<pcap_file::pcap::PcapHeader> {
-        match &self.current {
-            Some((_, Flows::Pcap(p))) => p.pcap_header(),
+            Some((_, Flows::Pcap(p))) => p.kept(),
             _ => None,
         }
     }

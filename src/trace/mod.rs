@@ -27,6 +27,7 @@
 
 mod csv;
 mod error;
+mod kept;
 mod packet;
 mod pcap;
 mod record;
@@ -34,6 +35,7 @@ mod ticks;
 
 pub use csv::CsvTrace;
 pub use error::{SkipBad, TraceError, TraceStats};
+pub use kept::KeptFrame;
 pub use packet::{decode, LinkType, PacketError};
 pub use pcap::{CaptureFormat, PcapTrace};
 pub use record::{parse_duration, FlowKey, FlowRecord, KeyKind};

@@ -6,16 +6,16 @@
 //! error messages, and a classic-pcap path that accepts `orig_len > snaplen`, which real
 //! captures contain and `pcap-file`'s checked conversion rejects.
 
+use super::kept::{put_u32s, section_endianness, Kept, KeptFrame};
 use super::packet::{decode_into, LinkType, PacketError};
 use super::{FlowRecord, TraceError, TraceStats};
 use byteorder_slice::{BigEndian, LittleEndian};
-use pcap_file::pcap::{PcapHeader, PcapReader, RawPcapPacket};
+use pcap_file::pcap::PcapReader;
 use pcap_file::pcapng::blocks::interface_description::{
     InterfaceDescriptionBlock, InterfaceDescriptionOption,
 };
 use pcap_file::pcapng::{Block, PcapNgReader, RawBlock};
 use pcap_file::{Endianness, PcapError, TsResolution};
-use std::borrow::Cow;
 use std::fs::File;
 use std::io::{Chain, Cursor, ErrorKind, Read};
 use std::path::{Path, PathBuf};
@@ -82,6 +82,8 @@ enum Source {
         reader: PcapReader<Input>,
         link: LinkType,
         nanos_per_frac: u32,
+        /// The byte order of the file's fields.
+        order: Endianness,
     },
     PcapNg {
         reader: PcapNgReader<Input>,
@@ -110,16 +112,8 @@ pub struct PcapTrace {
     done: bool,
     /// The last packet's record, decoded in place ([`PcapTrace::next_ref`]).
     record: FlowRecord,
-    /// The last packet's frame as the file holds it, when kept ([`PcapTrace::keep_frames`]).
-    frame: Option<Frame>,
-}
-
-/// A classic-pcap packet record: its header's fields (seconds, fraction, included and original
-/// length, as in the file) and its bytes.
-#[derive(Debug, Default)]
-struct Frame {
-    head: [u32; 4],
-    data: Vec<u8>,
+    /// The bytes read, as the file holds them, when kept ([`PcapTrace::keep_frames`]).
+    kept: Option<Kept>,
 }
 
 impl std::fmt::Debug for PcapTrace {
@@ -216,6 +210,7 @@ impl PcapTrace {
                     reader,
                     link,
                     nanos_per_frac,
+                    order: header.endianness,
                 }
             }
             CaptureFormat::PcapNg => Source::PcapNg {
@@ -231,55 +226,55 @@ impl PcapTrace {
             stats: TraceStats::default(),
             done: false,
             record: FlowRecord::UNSPECIFIED,
-            frame: None,
+            kept: None,
         })
     }
 
-    /// Keeps each packet's frame, as the file holds it, until the next one is read
-    /// ([`PcapTrace::frame`]); classic pcap only (pcapng blocks are not kept).
-    pub fn keep_frames(&mut self) {
-        self.frame.get_or_insert_with(Frame::default);
+    /// Keeps, from here on, the bytes of each record as the file holds them and of what comes
+    /// between records that is not a packet (the file header first), until the next record is
+    /// read ([`PcapTrace::kept`]). Call it before the first read.
+    pub fn keep_frames(&mut self) -> Result<(), TraceError> {
+        let mut kept = Kept::default();
+        let header = kept.before_mut();
+        let written = match &self.source {
+            Source::Pcap { reader, .. } => reader.header().write_to(header).map(drop),
+            Source::PcapNg { reader, .. } => {
+                let shb = Block::SectionHeader(reader.section().clone());
+                match reader.section().endianness {
+                    Endianness::Big => shb.write_to::<BigEndian, _>(header),
+                    Endianness::Little => shb.write_to::<LittleEndian, _>(header),
+                }
+                .map(drop)
+                .map_err(PcapError::IoError)
+            }
+        };
+        written.map_err(|e| container_error(&self.path, e, "file header", 0))?;
+        self.kept = Some(kept);
+        Ok(())
     }
 
-    /// The file header of a classic pcap capture (`None` for pcapng): with
-    /// [`PcapTrace::frame`], what it takes to write some of its packets as they were read.
-    pub fn pcap_header(&self) -> Option<PcapHeader> {
-        match &self.source {
-            Source::Pcap { reader, .. } => Some(reader.header()),
-            Source::PcapNg { .. } => None,
-        }
-    }
-
-    /// The frame of the last packet read (the record [`PcapTrace::next_ref`] lent), byte for byte
-    /// as the file holds it, when frames are kept ([`PcapTrace::keep_frames`]) and the capture is
-    /// classic pcap.
+    /// The bytes of the last record read (the one [`PcapTrace::next_ref`] lent) and of what came
+    /// before it since the record before, as the file holds them, when kept
+    /// ([`PcapTrace::keep_frames`]). Writing every record's `before` and the chosen records'
+    /// `record`, in order, gives a capture of the input's format holding the chosen records.
     ///
     /// ```no_run
     /// use chronobloom::trace::PcapTrace;
     /// let mut trace = PcapTrace::open("data/real.pcap")?;
-    /// trace.keep_frames();
-    /// let header = trace.pcap_header().expect("classic pcap");
-    /// let mut out = pcap_file::pcap::PcapWriter::with_header(Vec::new(), header)?;
+    /// trace.keep_frames()?;
+    /// let mut https = Vec::new(); // a capture of the TLS packets
     /// while let Some(record) = trace.next_ref() {
-    ///     if record?.sport == 443 {
-    ///         out.write_raw_packet(&trace.frame().expect("kept"))?;
+    ///     let chosen = record?.dport == 443;
+    ///     let kept = trace.kept().expect("kept");
+    ///     https.extend_from_slice(kept.before);
+    ///     if chosen {
+    ///         https.extend_from_slice(kept.record);
     ///     }
     /// }
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # Ok::<(), chronobloom::trace::TraceError>(())
     /// ```
-    pub fn frame(&self) -> Option<RawPcapPacket<'_>> {
-        let f = self
-            .frame
-            .as_ref()
-            .filter(|_| self.format == CaptureFormat::Pcap)?;
-        let [ts_sec, ts_frac, incl_len, orig_len] = f.head;
-        Some(RawPcapPacket {
-            ts_sec,
-            ts_frac,
-            incl_len,
-            orig_len,
-            data: Cow::Borrowed(&f.data),
-        })
+    pub fn kept(&self) -> Option<KeptFrame<'_>> {
+        self.kept.as_ref().map(Kept::frame)
     }
 
     /// The detected container format.
@@ -307,6 +302,7 @@ impl PcapTrace {
                     reader,
                     link,
                     nanos_per_frac,
+                    order,
                 } => {
                     let raw = match reader.next_raw_packet() {
                         None => return Ok(None),
@@ -316,10 +312,12 @@ impl PcapTrace {
                         Some(Ok(raw)) => raw,
                     };
                     self.offset += 16 + u64::from(raw.incl_len);
-                    if let Some(f) = self.frame.as_mut() {
-                        f.head = [raw.ts_sec, raw.ts_frac, raw.incl_len, raw.orig_len];
-                        f.data.clear();
-                        f.data.extend_from_slice(&raw.data);
+                    if let Some(kept) = self.kept.as_mut() {
+                        kept.packet(|out| {
+                            let head = [raw.ts_sec, raw.ts_frac, raw.incl_len, raw.orig_len];
+                            put_u32s(out, *order, &head);
+                            out.extend_from_slice(&raw.data);
+                        });
                     }
                     let ts = u64::from(raw.ts_frac)
                         .checked_mul(u64::from(*nanos_per_frac))
@@ -341,6 +339,24 @@ impl PcapTrace {
                     };
                     self.offset += u64::from(raw.initial_len);
                     let is_packet = matches!(raw.type_, 2 | 3 | 6);
+                    if let Some(kept) = self.kept.as_mut() {
+                        // a section header is in its own byte order, every other block in its
+                        // section's
+                        let order = match raw.type_ {
+                            0x0A0D_0D0A => section_endianness(&raw.body),
+                            _ => endianness,
+                        };
+                        let write = |out: &mut Vec<u8>| {
+                            put_u32s(out, order, &[raw.type_, raw.initial_len]);
+                            out.extend_from_slice(&raw.body);
+                            put_u32s(out, order, &[raw.trailer_len]);
+                        };
+                        if is_packet {
+                            kept.packet(write);
+                        } else {
+                            write(kept.before_mut());
+                        }
+                    }
                     let block = match parse_block(raw, endianness) {
                         Ok(block) => block,
                         // A packet block with a bad body: the framing held, so go on.
@@ -474,6 +490,9 @@ impl PcapTrace {
     /// moving the record out (a reader that hashes or routes it reads its fields where they
     /// were written).
     pub fn next_ref(&mut self) -> Option<Result<&FlowRecord, TraceError>> {
+        if let Some(kept) = self.kept.as_mut() {
+            kept.start();
+        }
         while !self.done {
             match self.next_packet() {
                 Ok(None) => self.done = true,
@@ -486,6 +505,9 @@ impl PcapTrace {
                     match fate {
                         Fate::Record => {
                             self.stats.records += 1;
+                            if let Some(kept) = self.kept.as_mut() {
+                                kept.lend();
+                            }
                             return Some(Ok(&self.record));
                         }
                         Fate::NotIp => self.stats.not_ip += 1,

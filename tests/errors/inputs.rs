@@ -55,7 +55,7 @@ pub(super) fn capture(then: &[u8]) -> Vec<u8> {
 }
 
 /// A pcapng section header block (little-endian) with no options.
-pub(super) fn shb() -> Vec<u8> {
+fn shb() -> Vec<u8> {
     let mut b = Vec::new();
     for v in [0x0A0D_0D0Au32, 28, 0x1A2B_3C4D] {
         b.extend_from_slice(&v.to_le_bytes());
@@ -67,7 +67,7 @@ pub(super) fn shb() -> Vec<u8> {
 }
 
 /// A pcapng interface description block of `linktype`.
-pub(super) fn idb(linktype: u16) -> Vec<u8> {
+fn idb(linktype: u16) -> Vec<u8> {
     let mut b = Vec::new();
     b.extend_from_slice(&1u32.to_le_bytes());
     b.extend_from_slice(&20u32.to_le_bytes());
@@ -79,7 +79,7 @@ pub(super) fn idb(linktype: u16) -> Vec<u8> {
 }
 
 /// A pcapng enhanced packet block on `interface` whose trailing length is off by `skew`.
-pub(super) fn epb(interface: u32, skew: u32) -> Vec<u8> {
+fn epb(interface: u32, skew: u32) -> Vec<u8> {
     let data = frame(|_| {});
     let padded = data.len().div_ceil(4) * 4;
     let len = (32 + padded) as u32;
