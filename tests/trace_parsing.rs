@@ -539,12 +539,13 @@ proptest! {
 /// What `keep_frames` keeps, written back in order (every record's `before`, then its
 /// `record`).
 fn rebuilt(bytes: &[u8]) -> Vec<u8> {
-    let mut t = PcapTrace::from_reader("kept", std::io::Cursor::new(bytes.to_vec())).unwrap();
-    t.keep_frames().unwrap();
+    let mut t =
+        PcapTrace::from_reader("kept", std::io::Cursor::new(bytes.to_vec())).expect("a capture");
+    t.keep_frames().expect("its header kept");
     let mut out = Vec::new();
     while let Some(r) = t.next_ref() {
-        r.unwrap();
-        let k = t.kept().unwrap();
+        r.expect("a record");
+        let k = t.kept().expect("kept");
         out.extend_from_slice(k.before);
         out.extend_from_slice(k.record);
     }
@@ -555,7 +556,7 @@ fn rebuilt(bytes: &[u8]) -> Vec<u8> {
 fn block_be(kind: u32, body: &[u8]) -> Vec<u8> {
     let mut body = body.to_vec();
     pad4(&mut body);
-    let len = u32::try_from(body.len() + 12).unwrap();
+    let len = u32::try_from(body.len() + 12).expect("a small block");
     let mut b = kind.to_be_bytes().to_vec();
     b.extend_from_slice(&len.to_be_bytes());
     b.extend_from_slice(&body);
