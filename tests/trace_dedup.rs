@@ -663,6 +663,21 @@ fn checkpoints_of_a_sparse_input_read_by_two_workers_complete() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Writes a capture of 100 flows a second to `path` with `gen_capture` (built beside the job).
+fn generate(path: &Path, args: &[&str]) {
+    let gen = binary().with_file_name(format!("gen_capture{}", std::env::consts::EXE_SUFFIX));
+    let out = Command::new(gen)
+        .args(["--out", path.to_str().unwrap(), "--flows-per-sec", "100"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Checkpoints with workers that have no input of their own (one capture over two workers, two
 /// captures over three) or whose input ends long before another's (a 100 s capture beside a
 /// 300 s one): such a worker holds its inputs at the next boundary and writes its part once the
@@ -674,21 +689,13 @@ fn checkpoints_complete_with_workers_whose_input_ended_or_was_none() {
     let dir = std::env::temp_dir().join(format!("chronobloom-ended-ckpt-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let gen = binary().with_file_name(format!("gen_capture{}", std::env::consts::EXE_SUFFIX));
     let capture = |name: &str, packets: &str, seconds: &str, seed: &str| {
         let path = dir.join(name);
-        let p = path.to_str().unwrap().to_string();
-        let out = Command::new(&gen)
-            .args(["--out", &p, "--packets", packets, "--seconds", seconds])
-            .args(["--flows-per-sec", "100", "--seed", seed])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        generate(
+            &path,
+            &["--packets", packets, "--seconds", seconds, "--seed", seed],
         );
-        p
+        path.to_str().unwrap().to_string()
     };
     let long = capture("long.pcap", "60000", "300", "1");
     let short = capture("short.pcap", "20000", "100", "2");
@@ -757,17 +764,7 @@ fn out_pcap_writes_the_passed_frames_as_the_job_runs() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let generated = dir.join("generated.pcap");
-    let gen = binary().with_file_name(format!("gen_capture{}", std::env::consts::EXE_SUFFIX));
-    let made = Command::new(gen)
-        .args(["--out", generated.to_str().unwrap(), "--packets", "40000"])
-        .args(["--seconds", "120", "--flows-per-sec", "150"])
-        .output()
-        .unwrap();
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
+    generate(&generated, &["--packets", "40000", "--seconds", "120"]);
     let mut inputs = vec![generated];
     inputs.extend(data("real.pcap"));
     inputs.extend(data("icmp_ttl.pcap")); // pcapng

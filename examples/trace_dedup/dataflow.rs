@@ -314,6 +314,13 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         q_in.iter_mut().for_each(|q| q.advance_to(resume_at));
         t_in.advance_to(resume_at);
         let ckpt = job.checkpoints.as_ref();
+        let barrier = ckpt.map(|checkpoints| Barrier {
+            checkpoints,
+            probe: &probe,
+            handles: &handles,
+            out: &out,
+            epoch,
+        });
         let mut next_ckpt = ckpt.map(|c| c.next_after(resume_at));
         let mut mark = SourceMark::default();
         let pace = Pace::new(job.rate, peers);
@@ -406,17 +413,14 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                         t_in.advance_to(time);
                     }
                 };
-                if let Some(c) = ckpt.filter(|_| next_ckpt.is_some_and(|b| t >= b)) {
-                    let b = c.last_at_or_before(t);
+                if let Some(at) = barrier
+                    .as_ref()
+                    .filter(|_| next_ckpt.is_some_and(|b| t >= b))
+                {
+                    let b = at.checkpoints.last_at_or_before(t);
                     advance_inputs(b);
-                    let at = Barrier {
-                        worker: &mut *worker,
-                        probe: &probe,
-                        handles: &handles,
-                        epoch,
-                    };
-                    at.write_parts(c, &out, mark, b);
-                    next_ckpt = Some(c.next_after(b));
+                    at.write_parts(worker, mark, b);
+                    next_ckpt = Some(at.checkpoints.next_after(b));
                 }
                 advance_inputs(t);
                 // At most `in_flight` epochs and `in_flight_records` records in flight: buffers
@@ -493,7 +497,8 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         // before the slowest of them; every reader's inputs stay at that boundary until its
         // part is written, so this worker's is too. Done when every reader has ended.
         let mut hold = next_ckpt.filter(|_| error.is_none() && !tally.interrupted);
-        while let (Some(c), Some(b)) = (ckpt, hold) {
+        while let (Some(at), Some(b)) = (barrier.as_ref(), hold) {
+            let c = at.checkpoints;
             let mut advance_inputs = |time: Tick| {
                 r_in.advance_to(time);
                 x_in.iter_mut().for_each(|x| x.advance_to(time));
@@ -506,13 +511,7 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 break;
             };
             advance_inputs(b);
-            let at = Barrier {
-                worker: &mut *worker,
-                probe: &probe,
-                handles: &handles,
-                epoch,
-            };
-            at.write_parts(c, &out, mark, b);
+            at.write_parts(worker, mark, b);
             hold = Some(c.next_after(b));
         }
         drop((r_in, x_in, q_in));
@@ -597,21 +596,23 @@ fn changed_input(expected: SourceMark, found: SourceMark) -> String {
     )
 }
 
-/// A worker at a checkpoint boundary, its inputs held there.
+/// What a worker needs to write its parts of a checkpoint.
 struct Barrier<'a> {
-    worker: &'a mut timely::worker::Worker,
+    checkpoints: &'a Checkpoints,
     probe: &'a ProbeHandle<u64>,
     handles: &'a (DedupCheckpoint, IndexCheckpoint),
+    out: &'a RefCell<Gathered>,
     /// Ticks in an epoch.
     epoch: u64,
 }
 
 impl Barrier<'_> {
-    /// Waits until every record before `b` is decided, indexed and reported, then writes this
-    /// worker's parts (worker 0's with the report so far). A part that cannot be written is
-    /// reported, and the job goes on: the checkpoint before stays the newest complete one.
-    fn write_parts(self, c: &Checkpoints, out: &RefCell<Gathered>, mark: SourceMark, b: Tick) {
-        let (worker, handles) = (self.worker, self.handles);
+    /// With this worker's inputs held at boundary `b`: waits until every record before it is
+    /// decided, indexed and reported, then writes this worker's parts (worker 0's with the
+    /// report so far). A part that cannot be written is reported, and the job goes on: the
+    /// checkpoint before stays the newest complete one.
+    fn write_parts(&self, worker: &mut timely::worker::Worker, mark: SourceMark, b: Tick) {
+        let (c, handles) = (self.checkpoints, self.handles);
         let me = worker.index();
         worker.step_or_park_while(None, || self.probe.less_than(&b));
         // `Local`: the peers' view deltas of the last epoch arrive at `b`
@@ -620,8 +621,8 @@ impl Barrier<'_> {
             worker.step();
             tries += 1;
         }
-        out.borrow_mut().report.totals.settle(b / self.epoch);
-        let gathered = out.borrow();
+        self.out.borrow_mut().report.totals.settle(b / self.epoch);
+        let gathered = self.out.borrow();
         let parts = Parts {
             dedup: &handles.0,
             index: &handles.1,
