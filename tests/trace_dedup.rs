@@ -805,8 +805,8 @@ fn out_pcap_writes_the_passed_frames_as_the_job_runs() {
             lines.iter().map(String::as_str).eq(listed.iter().copied()),
             "{file}"
         );
-        // byte for byte: everything of the input that is not a packet (file header, pcapng
-        // interfaces), and a subsequence of its records
+        // byte for byte: everything of the input that is not a record (file header, pcapng
+        // interfaces, frames without IP), and a subsequence of its records
         let written = std::fs::read(&out).unwrap();
         let given = std::fs::read(&input).unwrap();
         let kept = |bytes: &[u8]| {
@@ -820,6 +820,7 @@ fn out_pcap_writes_the_passed_frames_as_the_job_runs() {
                 before.extend_from_slice(k.before);
                 records.push(k.record.to_vec());
             }
+            before.extend_from_slice(t.kept().unwrap().before);
             (before, records)
         };
         let (before, records) = kept(&given);

@@ -549,6 +549,7 @@ fn rebuilt(bytes: &[u8]) -> Vec<u8> {
         out.extend_from_slice(k.before);
         out.extend_from_slice(k.record);
     }
+    out.extend_from_slice(t.kept().expect("kept").before);
     out
 }
 
@@ -564,10 +565,10 @@ fn block_be(kind: u32, body: &[u8]) -> Vec<u8> {
     b
 }
 
-/// The kept bytes give a capture back byte for byte when every packet is a record: a big-endian
-/// nanosecond pcap; a pcapng with a block of an unknown type between packets and a second,
-/// big-endian section with its own interface. A frame without IP is in neither `before` nor
-/// `record`: the rebuilt capture is the input without it.
+/// The kept bytes give a capture back byte for byte: a big-endian nanosecond pcap; one with frames
+/// without IP (kept with what every copy keeps) between and after its records; a pcapng with a
+/// block of an unknown type between packets, a second, big-endian section with its own interface,
+/// and a block after the last packet.
 #[test]
 fn kept_bytes_give_the_capture_back() {
     let a = ethernet(
@@ -583,10 +584,14 @@ fn kept_bytes_give_the_capture_back() {
         1,
         false,
         false,
-        &[(5, 1, a.clone()), (5, 2, arp.clone()), (6, 2, b.clone())],
+        &[
+            (5, 1, a.clone()),
+            (5, 2, arp.clone()),
+            (6, 2, b.clone()),
+            (7, 0, arp.clone()),
+        ],
     );
-    let without = pcap(1, false, false, &[(5, 1, a.clone()), (6, 2, b.clone())]);
-    assert_eq!(rebuilt(&with_arp), without);
+    assert_eq!(rebuilt(&with_arp), with_arp);
 
     let raw_a = ipv4(17, [192, 0, 2, 1], [192, 0, 2, 2], &udp(1000, 2000));
     let mut ng = pcapng(101, Some(9), &[(1_000, raw_a.clone())]);
@@ -615,6 +620,7 @@ fn kept_bytes_give_the_capture_back() {
     }
     epb.extend_from_slice(&b);
     ng.extend(block_be(6, &epb));
+    ng.extend(block_be(0x4000_0002, b"after the last packet"));
     let (rs, _) = records(&ng);
     assert_eq!(rs.len(), 3);
     assert_eq!(rebuilt(&ng), ng);

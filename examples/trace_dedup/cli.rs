@@ -101,9 +101,9 @@ pub struct Args {
     /// Write the records that passed as CSV (`timestamp,src,dst,sport,dport,proto`).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Write the deduplicated capture: the packets of the records that passed, byte for byte and
-    /// in input order, as the job runs, in the input's format (`-`: standard output, the report
-    /// then on standard error). One capture in (a file or `-`); frames without IP are not written.
+    /// Write the deduplicated capture: the input, byte for byte and as the job runs, without the
+    /// dropped records (frames without IP are kept), in its format (`-`: standard output, the
+    /// report then on standard error). One capture in (a file or `-`).
     #[arg(long, value_name = "FILE")]
     pub out_pcap: Option<PathBuf>,
     /// Count and skip malformed records instead of stopping.

@@ -517,8 +517,11 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
         drop((r_in, x_in, q_in));
         worker.step_or_park_while(None, || !probe.done() || !tally_probe.done());
         bar.finish_and_clear();
-        // every record decided: the rest of the capture's passed frames
-        let written = pcap_out.map(|mut o| release(&mut o).and_then(|()| o.finish()));
+        // every record decided: the rest of the capture's passed records, and what follows them
+        let written = pcap_out.map(|mut o| {
+            o.keep_tail(reader.tail());
+            release(&mut o).and_then(|()| o.finish())
+        });
         let mut g = Rc::try_unwrap(out)
             .map(RefCell::into_inner)
             .unwrap_or_default();

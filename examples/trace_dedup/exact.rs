@@ -70,6 +70,9 @@ pub fn run(plan: &Plan, window: u64, out_pcap: Option<&Path>) -> Result<Exact, J
     }
     let t = reader.tally();
     (out.late, out.bad, out.not_ip) = (t.late, t.bad, t.not_ip);
+    if let Some(o) = pcap.as_mut() {
+        o.write_tail(reader.tail())?;
+    }
     out.out_pcap_packets = pcap.map(PcapOut::finish).transpose()?;
     out.seconds = start.elapsed().as_secs_f64();
     Ok(out)

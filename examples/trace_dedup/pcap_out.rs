@@ -1,7 +1,8 @@
 //! The deduplicated capture (`--out-pcap FILE|-`), written as the job runs: the reader keeps each
 //! record's bytes, as the capture holds them, until the dataflow has decided the record's epoch,
-//! then writes those of the records that passed, in input order, with everything between them
-//! that is not a packet (the file header, pcapng interfaces): a capture of the input's format.
+//! then writes those of the records that passed, in input order, with everything around them
+//! that is not a record (the file header, pcapng interfaces, frames without IP): a capture of the
+//! input's format.
 //! Bytes wait at most as long as their records are in flight (`--in-flight`,
 //! `--in-flight-records`), so memory stays bounded whatever the capture's length, and a pipe in
 //! gives a pipe out.
@@ -81,6 +82,16 @@ impl PcapOut {
         });
     }
 
+    /// What the capture held after its last record: written after every record.
+    pub fn keep_tail(&mut self, tail: &[u8]) {
+        self.bytes.extend_from_slice(tail);
+        self.waiting.push_back(Waiting {
+            seq: None,
+            tick: 0,
+            len: tail.len(),
+        });
+    }
+
     /// Positions of records that passed (any order; their bytes may still be waiting).
     pub fn passed(&mut self, seqs: impl IntoIterator<Item = u64>) {
         self.passed.extend(seqs);
@@ -136,6 +147,11 @@ impl PcapOut {
             .map_err(|e| self.failed(e))?;
         self.written += u64::from(passed);
         Ok(())
+    }
+
+    /// Writes what the capture held after its last record (the exact baseline).
+    pub fn write_tail(&mut self, tail: &[u8]) -> Result<(), JobError> {
+        self.out.write_all(tail).map_err(|e| self.failed(e))
     }
 
     /// Flushes the capture; the number of packets written.

@@ -277,6 +277,7 @@ impl Plan {
             ticker: ticker.ok(),
             tally: Tally::default(),
             skipped: 0,
+            tail: Vec::new(),
         }
     }
 }
@@ -371,9 +372,16 @@ pub struct Reader {
     ticker: Option<Ticker>,
     tally: Tally,
     skipped: u64,
+    /// With [`Plan::frames`]: what a capture held after its last record, as it held it.
+    tail: Vec<u8>,
 }
 
 impl Reader {
+    /// What the capture held after its last record (with [`Plan::frames`], once read).
+    pub fn tail(&self) -> &[u8] {
+        &self.tail
+    }
+
     /// The bytes of the record just read and of what came before it, as its capture holds them
     /// (with [`Plan::frames`]).
     pub fn kept(&self) -> Option<chronobloom::trace::KeptFrame<'_>> {
@@ -417,6 +425,10 @@ impl Reader {
             let file = *file as u64;
             let Some(next) = flows.next_ref() else {
                 self.tally.not_ip += flows.not_ip();
+                if let Flows::Pcap(p) = &*flows {
+                    self.tail
+                        .extend(p.kept().map(|k| k.before).unwrap_or_default());
+                }
                 self.current = None;
                 continue;
             };

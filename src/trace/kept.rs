@@ -1,18 +1,21 @@
 //! A capture's bytes kept as they were read ([`super::PcapTrace::keep_frames`]), so that a job can
 //! write some of its records back out byte for byte: each record's packet record (pcap) or block
-//! (pcapng), and what came before it that every copy needs — the file header, pcapng section
-//! headers, interface descriptions and the other blocks that are not packets.
+//! (pcapng), and what came before it that every copy keeps — the file header, pcapng section
+//! headers, interface descriptions and the other blocks that are not packets, and the frames
+//! that are not records (no IP: never a duplicate of anything).
 
 use pcap_file::Endianness;
 
 /// The bytes a capture holds for the record just read, and those before it (see the module).
 ///
-/// Writing `before` of every record read, and `record` of those chosen, in order, gives a capture
-/// in the input's format holding exactly the chosen records.
+/// Writing `before` of every record read, and `record` of those chosen, in order, then `before`
+/// once the capture has ended (what follows the last record), gives a capture in the input's
+/// format holding exactly the chosen records and everything that is not a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeptFrame<'a> {
-    /// What the capture holds between the previous record and this one that is not a packet
-    /// (the file header before the first), as the file holds it; often empty.
+    /// What the capture holds between the previous record and this one that is not a record
+    /// (the file header before the first; blocks that are not packets; frames without IP), as
+    /// the file holds it; often empty. Once the capture has ended: what follows the last record.
     pub before: &'a [u8],
     /// The record's packet record (pcap: its 16-byte header and its bytes) or packet block
     /// (pcapng), as the file holds it.
@@ -51,6 +54,11 @@ impl Kept {
     /// The packet just kept is the record lent.
     pub(super) fn lend(&mut self) {
         self.lent = true;
+    }
+
+    /// The packet just kept is not a record (no IP): it goes with what every copy keeps.
+    pub(super) fn pass_through(&mut self) {
+        self.before.extend_from_slice(&self.record);
     }
 
     /// The last record's bytes and those before it.

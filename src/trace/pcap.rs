@@ -255,14 +255,16 @@ impl PcapTrace {
 
     /// The bytes of the last record read (the one [`PcapTrace::next_ref`] lent) and of what came
     /// before it since the record before, as the file holds them, when kept
-    /// ([`PcapTrace::keep_frames`]). Writing every record's `before` and the chosen records'
-    /// `record`, in order, gives a capture of the input's format holding the chosen records.
+    /// ([`PcapTrace::keep_frames`]); once the capture has ended, `before` is what follows the
+    /// last record. Writing every record's `before` and the chosen records' `record`, in order,
+    /// then the last `before`, gives a capture of the input's format holding the chosen records
+    /// and everything that is not a record.
     ///
     /// ```no_run
     /// use chronobloom::trace::PcapTrace;
     /// let mut trace = PcapTrace::open("data/real.pcap")?;
     /// trace.keep_frames()?;
-    /// let mut https = Vec::new(); // a capture of the TLS packets
+    /// let mut https = Vec::new(); // the TLS packets, and what is not a record
     /// while let Some(record) = trace.next_ref() {
     ///     let chosen = record?.dport == 443;
     ///     let kept = trace.kept().expect("kept");
@@ -271,6 +273,7 @@ impl PcapTrace {
     ///         https.extend_from_slice(kept.record);
     ///     }
     /// }
+    /// https.extend_from_slice(trace.kept().expect("kept").before);
     /// # Ok::<(), chronobloom::trace::TraceError>(())
     /// ```
     pub fn kept(&self) -> Option<KeptFrame<'_>> {
@@ -510,7 +513,12 @@ impl PcapTrace {
                             }
                             return Some(Ok(&self.record));
                         }
-                        Fate::NotIp => self.stats.not_ip += 1,
+                        Fate::NotIp => {
+                            self.stats.not_ip += 1;
+                            if let Some(kept) = self.kept.as_mut() {
+                                kept.pass_through();
+                            }
+                        }
                         Fate::Bad(reason) => {
                             self.stats.malformed += 1;
                             return Some(Err(TraceError::BadPacket {
