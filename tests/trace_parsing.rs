@@ -625,3 +625,50 @@ fn kept_bytes_give_the_capture_back() {
     assert_eq!(rs.len(), 3);
     assert_eq!(rebuilt(&ng), ng);
 }
+
+/// A record its reader leaves out (`skip_record`, as the main job does with a late one) is the
+/// only thing missing from what is kept: the frame without IP before it stays.
+#[test]
+fn a_skipped_record_leaves_what_came_before_it() {
+    let a = ethernet(
+        0x0800,
+        &[],
+        &ipv4(6, [10, 0, 0, 1], [10, 0, 0, 2], &tcp(1, 2)),
+    );
+    let b = ethernet(0x86dd, &[], &ipv6(17, 1, 2, &udp(3, 4)));
+    let arp = ethernet(0x0806, &[], &[0; 28]);
+    let file = pcap(
+        1,
+        false,
+        false,
+        &[
+            (5, 1, a.clone()),
+            (5, 2, arp.clone()),
+            (6, 2, b.clone()),
+            (7, 0, a.clone()),
+        ],
+    );
+    let mut t = PcapTrace::from_reader("kept", std::io::Cursor::new(file)).expect("a capture");
+    t.keep_frames().expect("its header kept");
+    let mut out = Vec::new();
+    let mut n = 0;
+    while let Some(r) = t.next_ref() {
+        r.expect("a record");
+        n += 1;
+        if n == 2 {
+            t.skip_record();
+            continue;
+        }
+        let k = t.kept().expect("kept");
+        out.extend_from_slice(k.before);
+        out.extend_from_slice(k.record);
+    }
+    out.extend_from_slice(t.kept().expect("kept").before);
+    let want = pcap(
+        1,
+        false,
+        false,
+        &[(5, 1, a.clone()), (5, 2, arp), (7, 0, a)],
+    );
+    assert_eq!(out, want);
+}

@@ -453,6 +453,10 @@ impl Reader {
                     tick,
                 )));
             }
+            // a late record is left out: what its capture held before it goes with the next
+            if let Flows::Pcap(p) = flows {
+                p.skip_record();
+            }
         }
     }
 

@@ -56,6 +56,11 @@ impl Kept {
         self.lent = true;
     }
 
+    /// The record lent is left out by its reader: what came before it stays for the next.
+    pub(super) fn unlend(&mut self) {
+        self.lent = false;
+    }
+
     /// The packet just kept is not a record (no IP): it goes with what every copy keeps.
     pub(super) fn pass_through(&mut self) {
         self.before.extend_from_slice(&self.record);

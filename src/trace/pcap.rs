@@ -253,6 +253,15 @@ impl PcapTrace {
         Ok(())
     }
 
+    /// Leaves out the record just read (a reader that drops it, as too late): what the capture
+    /// held before it stays in the next record's [`KeptFrame::before`], so a copy of everything
+    /// else still has it.
+    pub fn skip_record(&mut self) {
+        if let Some(kept) = self.kept.as_mut() {
+            kept.unlend();
+        }
+    }
+
     /// The bytes of the last record read (the one [`PcapTrace::next_ref`] lent) and of what came
     /// before it since the record before, as the file holds them, when kept
     /// ([`PcapTrace::keep_frames`]); once the capture has ended, `before` is what follows the
