@@ -908,3 +908,66 @@ fn out_pcap_writes_the_passed_frames_as_the_job_runs() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--out-pcap` with checkpoints: each checkpoint marks how much of the capture was written (every
+/// record before the boundary decided and written, nothing after it), and a restart cuts the file
+/// back to that mark and writes on, so a run stopped after a checkpoint — with bytes written past
+/// it — and restarted gives the uninterrupted run's file byte for byte.
+#[test]
+fn out_pcap_resumes_from_a_checkpoint_byte_for_byte() {
+    let dir = std::env::temp_dir().join(format!("chronobloom-out-ckpt-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("long.pcap");
+    generate(&input, &["--packets", "60000", "--seconds", "300"]);
+    let (plain, out, ckpt) = (
+        dir.join("plain.pcap"),
+        dir.join("out.pcap"),
+        dir.join("ckpt"),
+    );
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    let base = |to: &Path| {
+        vec![
+            "--pcap".to_string(),
+            path(&input),
+            "--json".into(),
+            "-w".into(),
+            "2".into(),
+            "--out-pcap".into(),
+            path(to),
+        ]
+    };
+    let run_args = |args: &[String]| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_within(&args, 120)
+    };
+    let want = json(&run_args(&base(&plain)));
+    let want_bytes = std::fs::read(&plain).unwrap();
+    let mut args = base(&out);
+    args.extend(["--checkpoint-dir".into(), path(&ckpt)]);
+    args.extend(["--checkpoint-every".into(), "30s".into()]);
+    let first = json(&run_args(&args));
+    assert_eq!(first["out_pcap_packets"], want["out_pcap_packets"]);
+    assert!(
+        std::fs::read(&out).unwrap() == want_bytes,
+        "with checkpoints"
+    );
+    // stopped after the older kept checkpoint, with bytes written past it
+    let mut boundaries: Vec<PathBuf> = std::fs::read_dir(&ckpt)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    boundaries.sort();
+    std::fs::remove_dir_all(boundaries.last().unwrap()).unwrap();
+    let mut cut = want_bytes[..want_bytes.len() - 5000].to_vec();
+    cut.extend_from_slice(&[0xee; 1234]);
+    std::fs::write(&out, cut).unwrap();
+    let resumed = run_args(&args);
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(stderr.contains("resuming from"), "{stderr}");
+    let r = json(&resumed);
+    assert_eq!(r["out_pcap_packets"], want["out_pcap_packets"]);
+    assert_eq!(r["digest"], want["digest"]);
+    assert!(std::fs::read(&out).unwrap() == want_bytes, "restarted");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -55,6 +55,19 @@ pub struct Report {
     pub epochs: Vec<DedupStats>,
     /// Positions of the passed records: with `--verify` or `--out` only.
     pub passed: Vec<u64>,
+    /// How much of the deduplicated capture was written (`--out-pcap`): a restart cuts the file
+    /// back to it.
+    pub out_pcap: Option<OutMark>,
+}
+
+/// The deduplicated capture written up to a boundary: every record before it decided and its
+/// bytes written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutMark {
+    /// Bytes of the file.
+    pub bytes: u64,
+    /// Packets written.
+    pub packets: u64,
 }
 
 /// One worker's state to resume from.
@@ -215,7 +228,8 @@ fn expected_parts(workers: u32) -> Vec<(&'static str, u32)> {
 
 /// A fingerprint of everything that shapes the job's state and report: input, key, window,
 /// error rate, slack, mode, epochs, ticks, index, seed and what is collected ("v2": the report
-/// part holds running totals since the soak of issue 17; "v1" checkpoints held every epoch's).
+/// part holds running totals since the soak of issue 17; "v1" checkpoints held every epoch's;
+/// "v6": the report part holds the deduplicated capture's mark).
 fn fingerprint(args: &Args) -> u64 {
     let inputs: Vec<(PathBuf, u64)> = args
         .pcap
@@ -224,7 +238,7 @@ fn fingerprint(args: &Args) -> u64 {
         .map(|p| (p.clone(), std::fs::metadata(p).map_or(0, |m| m.len())))
         .collect();
     let text = format!(
-        "v5 {inputs:?} {:?} {:?} {} {:?} {:?} {} {:?} {} {:?} {:?} {:?} {:?} {} {} {:?} {} {:?} {:?} {} {} {} {} {} {} {}",
+        "v6 {inputs:?} {:?} {:?} {} {:?} {:?} {} {:?} {} {:?} {:?} {:?} {:?} {} {} {:?} {} {:?} {:?} {} {} {} {} {} {} {} {}",
         args.synthetic,
         args.synthetic_span,
         args.steady,
@@ -250,6 +264,7 @@ fn fingerprint(args: &Args) -> u64 {
         args.expected_keys,
         args.reader_share,
         args.reader_index_share,
+        args.out_pcap.is_some(),
     );
     xxh3_64(text.as_bytes())
 }

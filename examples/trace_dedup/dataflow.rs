@@ -6,6 +6,7 @@
 use crate::advance::Advance;
 use crate::bundle::Bundle;
 use crate::checkpoint::{Checkpoints, Report, Restored, SourceMark, REPORT};
+use crate::error::JobError;
 use crate::gather;
 use crate::inflight::InFlight;
 use crate::interrupt;
@@ -329,14 +330,17 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
             .map(|w| Bundle::with_capacity(w as u32, 0, 0))
             .collect();
         let mut ahead = InFlight::new(job.in_flight, job.in_flight_records);
-        // the deduplicated capture, opened at the first record (whose capture's header it takes)
+        // the deduplicated capture: new, or cut back to a checkpoint's mark
         let writes = job.out_pcap.as_deref().filter(|_| me == 0);
-        let mut pcap_out: Option<PcapOut> = None;
-        // writes the frames of the records the dataflow has decided (every output at their ticks)
-        let release = |o: &mut PcapOut| {
-            o.passed(out.borrow_mut().fresh.drain(..));
-            o.release(|tick| !probe.less_equal(&tick))
-        };
+        let mut pcap_out = writes.and_then(|path| {
+            let resumed = out.borrow().report.out_pcap;
+            let opened = match resumed {
+                Some(m) => PcapOut::resume(path, m),
+                None => PcapOut::create(path),
+            };
+            opened.map_err(|e| error = Some(e.to_string())).ok()
+        });
+        let release = |o: &mut PcapOut| release_decided(o, &out, &probe);
         while let Some(rec) = reader.next_hashed(seed) {
             if error.is_some() {
                 break;
@@ -376,20 +380,6 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                     continue;
                 }
             }
-            if let Some(path) = writes {
-                if pcap_out.is_none() {
-                    match PcapOut::create(path) {
-                        Ok(o) => pcap_out = Some(o),
-                        Err(e) => {
-                            error = Some(e.to_string());
-                            break;
-                        }
-                    }
-                }
-                if let (Some(o), Some(kept)) = (pcap_out.as_mut(), reader.kept()) {
-                    o.keep(rec.seq, rec.tick, kept);
-                }
-            }
             // a checkpoint boundary needs the inputs at it
             let due = |t: Tick| next_ckpt.is_some_and(|b| t >= b);
             if let Some(e) = advance.check(rec.tick, due) {
@@ -419,7 +409,10 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 {
                     let b = at.checkpoints.last_at_or_before(t);
                     advance_inputs(b);
-                    at.write_parts(worker, mark, b);
+                    if let Err(e) = at.write_parts(worker, mark, b, pcap_out.as_mut()) {
+                        error = Some(e.to_string());
+                        break;
+                    }
                     next_ckpt = Some(at.checkpoints.next_after(b));
                 }
                 advance_inputs(t);
@@ -443,6 +436,11 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                     break;
                 }
                 bar.set_position(tally.records);
+            }
+            // kept after a checkpoint's barrier, which writes the capture up to the boundary: the
+            // bytes before this record (at or past it) are a restart's to write
+            if let (Some(o), Some(kept)) = (pcap_out.as_mut(), reader.kept()) {
+                o.keep(rec.seq, rec.tick, kept);
             }
             if ckpt.is_some() {
                 mark.add(rec.seq, rec.tick, digest.lo);
@@ -511,7 +509,10 @@ fn run_with<D: JobRecord>(job: Job, timely_args: Vec<String>) -> Result<Vec<Gath
                 break;
             };
             advance_inputs(b);
-            at.write_parts(worker, mark, b);
+            if let Err(e) = at.write_parts(worker, mark, b, pcap_out.as_mut()) {
+                error = Some(e.to_string());
+                break;
+            }
             hold = Some(c.next_after(b));
         }
         drop((r_in, x_in, q_in));
@@ -611,13 +612,24 @@ struct Barrier<'a> {
 
 impl Barrier<'_> {
     /// With this worker's inputs held at boundary `b`: waits until every record before it is
-    /// decided, indexed and reported, then writes this worker's parts (worker 0's with the
-    /// report so far). A part that cannot be written is reported, and the job goes on: the
-    /// checkpoint before stays the newest complete one.
-    fn write_parts(&self, worker: &mut timely::worker::Worker, mark: SourceMark, b: Tick) {
+    /// decided, indexed and reported, writes the deduplicated capture up to it (the writer's),
+    /// then writes this worker's parts (worker 0's with the report so far and the capture's
+    /// mark). A part that cannot be written is reported, and the job goes on: the checkpoint
+    /// before stays the newest complete one. An error writing the capture stops the job.
+    fn write_parts(
+        &self,
+        worker: &mut timely::worker::Worker,
+        mark: SourceMark,
+        b: Tick,
+        pcap: Option<&mut PcapOut>,
+    ) -> Result<(), JobError> {
         let (c, handles) = (self.checkpoints, self.handles);
         let me = worker.index();
         worker.step_or_park_while(None, || self.probe.less_than(&b));
+        if let Some(o) = pcap {
+            release_decided(o, self.out, self.probe)?;
+            self.out.borrow_mut().report.out_pcap = Some(o.mark()?);
+        }
         // `Local`: the peers' view deltas of the last epoch arrive at `b`
         let mut tries = 0;
         while tries < 100_000 && handles.0.ready(b).is_err() {
@@ -635,7 +647,19 @@ impl Barrier<'_> {
         if let Err(e) = parts.write(c, me as u32, b) {
             eprintln!("trace_dedup: checkpoint at tick {b} not written: {e}");
         }
+        Ok(())
     }
+}
+
+/// Writes the deduplicated capture as far as the dataflow has decided: the passed positions
+/// gathered so far, and every record whose tick the probe has passed.
+fn release_decided(
+    o: &mut PcapOut,
+    out: &RefCell<Gathered>,
+    probe: &ProbeHandle<u64>,
+) -> Result<(), JobError> {
+    o.passed(out.borrow_mut().fresh.drain(..));
+    o.release(|tick| !probe.less_equal(&tick))
 }
 
 /// What one worker writes at a checkpoint.

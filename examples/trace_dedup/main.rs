@@ -220,10 +220,11 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
             check_output(flag, path)?;
         }
     }
-    if args.out_pcap.is_some() && args.checkpoint_dir.is_some() {
+    if args.out_pcap.as_deref().is_some_and(stream::is_stream) && args.checkpoint_dir.is_some() {
         return Err(JobError::OutPcapWith {
             flag: "checkpoint-dir",
-            why: "a restart would write the capture again from its checkpoint",
+            why: "standard output or a pipe cannot be cut back to a checkpoint on a restart; \
+                  write the capture to a file",
         });
     }
     let plan = source::Plan::new(args)?;

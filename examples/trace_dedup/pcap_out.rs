@@ -7,6 +7,7 @@
 //! `--in-flight-records`), so memory stays bounded whatever the capture's length, and a pipe in
 //! gives a pipe out.
 
+use crate::checkpoint::OutMark;
 use crate::error::JobError;
 use crate::stream;
 use chronobloom::core::temporal::Tick;
@@ -35,6 +36,8 @@ pub struct PcapOut {
     /// Positions of passed records whose bytes are not written yet, sorted at each release.
     passed: Vec<u64>,
     written: u64,
+    /// Bytes of the file so far.
+    position: u64,
 }
 
 impl PcapOut {
@@ -50,7 +53,11 @@ impl PcapOut {
             })?;
             Box::new(file)
         };
-        Ok(PcapOut {
+        Ok(Self::create_with(path, sink))
+    }
+
+    fn create_with(path: &Path, sink: Box<dyn Write>) -> Self {
+        PcapOut {
             path: path.to_path_buf(),
             out: BufWriter::new(sink),
             waiting: VecDeque::new(),
@@ -58,7 +65,43 @@ impl PcapOut {
             consumed: 0,
             passed: Vec::new(),
             written: 0,
-        })
+            position: 0,
+        }
+    }
+
+    /// Opens `path` again at a checkpoint's `mark`: the file cut back to the bytes written before
+    /// the boundary (what a stopped run wrote after it is written again). A file shorter than
+    /// the mark was not the one the checkpoint's run wrote: refused.
+    pub fn resume(path: &Path, mark: OutMark) -> Result<Self, JobError> {
+        let failed = |reason: String| JobError::Output {
+            flag: "out-pcap",
+            path: path.to_path_buf(),
+            reason,
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| {
+                failed(format!(
+                    "{e}; the checkpoint expects {} bytes in it",
+                    mark.bytes
+                ))
+            })?;
+        let len = file.metadata().map_err(|e| failed(e.to_string()))?.len();
+        if len < mark.bytes {
+            return Err(failed(format!(
+                "{len} bytes, shorter than the {} the checkpoint's run had written: resume \
+                 with that file or a new --checkpoint-dir",
+                mark.bytes
+            )));
+        }
+        let cut = file
+            .set_len(mark.bytes)
+            .and_then(|()| std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0)));
+        cut.map_err(|e| failed(e.to_string()))?;
+        let mut out = Self::create_with(path, Box::new(file));
+        (out.position, out.written) = (mark.bytes, mark.packets);
+        Ok(out)
     }
 
     /// Keeps the bytes of the record at position `seq` and tick `tick` until it is decided, and
@@ -125,6 +168,7 @@ impl PcapOut {
                 if let Err(e) = self.out.write_all(data) {
                     return Err(self.failed(e));
                 }
+                self.position += data.len() as u64;
             }
             self.consumed = end;
             self.waiting.pop_front();
@@ -146,12 +190,24 @@ impl PcapOut {
             .and_then(|()| self.out.write_all(record))
             .map_err(|e| self.failed(e))?;
         self.written += u64::from(passed);
+        self.position += (kept.before.len() + record.len()) as u64;
         Ok(())
     }
 
     /// Writes what the capture held after its last record (the exact baseline).
     pub fn write_tail(&mut self, tail: &[u8]) -> Result<(), JobError> {
-        self.out.write_all(tail).map_err(|e| self.failed(e))
+        self.out.write_all(tail).map_err(|e| self.failed(e))?;
+        self.position += tail.len() as u64;
+        Ok(())
+    }
+
+    /// Flushes what is written: how much of the file and how many packets (for a checkpoint).
+    pub fn mark(&mut self) -> Result<OutMark, JobError> {
+        self.out.flush().map_err(|e| self.failed(e))?;
+        Ok(OutMark {
+            bytes: self.position,
+            packets: self.written,
+        })
     }
 
     /// Flushes the capture; the number of packets written.

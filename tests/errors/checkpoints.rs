@@ -478,3 +478,51 @@ fn k18_own_address_in_use_is_an_error() {
     assert!(!stderr.contains("panicked"));
     drop(taken);
 }
+
+#[test]
+fn k20_out_pcap_file_shorter_than_its_checkpoint_refused() {
+    let d = dir();
+    // a packet a second for 40 s: checkpoints every 10 s
+    let packets: Vec<u8> = (1..=40u32)
+        .flat_map(|s| record(s, 0, &frame(|h| h[19] = (s % 200) as u8)))
+        .collect();
+    let one = write(&d, "one.pcap", &capture(&packets));
+    let (out, ck) = (d.path().join("deduped.pcap"), d.path().join("ck"));
+    let args = [
+        "--pcap",
+        one.to_str().unwrap(),
+        "--json",
+        "--out-pcap",
+        out.to_str().unwrap(),
+        "--checkpoint-dir",
+        ck.to_str().unwrap(),
+        "--checkpoint-every",
+        "10s",
+    ];
+    let first = Command::new(binary()).args(args).output().unwrap();
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let bytes = std::fs::read(&out).unwrap();
+    std::fs::write(&out, &bytes[..100]).unwrap();
+    let again = Command::new(binary()).args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "cannot write --out-pcap {}: 100 bytes, shorter than the ",
+            out.display()
+        )) && stderr.contains(
+            "the checkpoint's run had written: resume with that file or a new --checkpoint-dir"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        std::fs::read(&out).unwrap().len(),
+        100,
+        "the file is left as it was"
+    );
+}
