@@ -545,7 +545,8 @@ fn a_capture_read_as_it_comes_gives_what_the_file_gives() {
 /// Ctrl-C ends the input, not the job: a capture piped in is cut by SIGINT halfway (the rest
 /// arrives after it), and the job reports the records it read before it — about half, the same
 /// number with one and two workers and for the exact baseline — marked `interrupted`, exit code
-/// 0. A second Ctrl-C stops a job still waiting for input at once (exit code 130).
+/// 0, and its `--out-pcap` capture holds the passed ones of them. A second Ctrl-C stops a job
+/// still waiting for input at once (exit code 130).
 #[test]
 fn ctrl_c_ends_the_input_and_the_job_reports_what_it_read() {
     use std::io::Write;
@@ -560,8 +561,12 @@ fn ctrl_c_ends_the_input_and_the_job_reports_what_it_read() {
         .as_u64()
         .unwrap();
     let mut read = Vec::new();
+    let dir = std::env::temp_dir().join(format!("chronobloom-ctrl-c-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let deduped = dir.join("deduped.pcap");
+    let deduped = deduped.to_str().unwrap();
     for extra in [&["-w", "1"][..], &["-w", "2"], &["--exact"]] {
-        let args = [&["--pcap", "-", "--json"][..], extra].concat();
+        let args = [&["--pcap", "-", "--json", "--out-pcap", deduped][..], extra].concat();
         let (child, mut pipe) = piped::spawn(&binary, &args);
         pipe.write_all(&bytes[..half]).unwrap();
         // the job reads the first half and waits inside a packet for the rest
@@ -580,7 +585,18 @@ fn ctrl_c_ends_the_input_and_the_job_reports_what_it_read() {
             "{extra:?}: {records} of {all}"
         );
         read.push(records);
+        // the deduplicated capture holds what passed of what was read, and reads back whole
+        let written = chronobloom::trace::PcapTrace::open(deduped)
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        assert_eq!(
+            written.len() as u64,
+            r["unique_out"].as_u64().unwrap(),
+            "{extra:?}"
+        );
     }
+    let _ = std::fs::remove_dir_all(&dir);
     assert!(read.windows(2).all(|w| w[0] == w[1]), "{read:?}");
     // a second Ctrl-C while the job waits for input
     let (mut child, mut pipe) = piped::spawn(&binary, &["--pcap", "-", "--json"]);
