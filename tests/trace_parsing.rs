@@ -565,19 +565,23 @@ fn block_be(kind: u32, body: &[u8]) -> Vec<u8> {
     b
 }
 
+/// Ethernet frames: IPv4 TCP, IPv6 UDP, and ARP (no IP).
+fn three_frames() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    let v4 = ipv4(6, [10, 0, 0, 1], [10, 0, 0, 2], &tcp(1, 2));
+    (
+        ethernet(0x0800, &[], &v4),
+        ethernet(0x86dd, &[], &ipv6(17, 1, 2, &udp(3, 4))),
+        ethernet(0x0806, &[], &[0; 28]),
+    )
+}
+
 /// The kept bytes give a capture back byte for byte: a big-endian nanosecond pcap; one with frames
 /// without IP (kept with what every copy keeps) between and after its records; a pcapng with a
 /// block of an unknown type between packets, a second, big-endian section with its own interface,
 /// and a block after the last packet.
 #[test]
 fn kept_bytes_give_the_capture_back() {
-    let a = ethernet(
-        0x0800,
-        &[],
-        &ipv4(6, [10, 0, 0, 1], [10, 0, 0, 2], &tcp(1, 2)),
-    );
-    let b = ethernet(0x86dd, &[], &ipv6(17, 1, 2, &udp(3, 4)));
-    let arp = ethernet(0x0806, &[], &[0; 28]);
+    let (a, b, arp) = three_frames();
     let file = pcap(1, true, true, &[(5, 1, a.clone()), (6, 2, b.clone())]);
     assert_eq!(rebuilt(&file), file);
     let with_arp = pcap(
@@ -630,13 +634,7 @@ fn kept_bytes_give_the_capture_back() {
 /// only thing missing from what is kept: the frame without IP before it stays.
 #[test]
 fn a_skipped_record_leaves_what_came_before_it() {
-    let a = ethernet(
-        0x0800,
-        &[],
-        &ipv4(6, [10, 0, 0, 1], [10, 0, 0, 2], &tcp(1, 2)),
-    );
-    let b = ethernet(0x86dd, &[], &ipv6(17, 1, 2, &udp(3, 4)));
-    let arp = ethernet(0x0806, &[], &[0; 28]);
+    let (a, b, arp) = three_frames();
     let file = pcap(
         1,
         false,
