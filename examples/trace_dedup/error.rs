@@ -119,6 +119,18 @@ pub enum JobError {
     /// The report could not be written (standard output closed).
     #[error("cannot write the report: {0}")]
     Report(std::io::Error),
+    /// An output file that is one of the inputs: writing it would destroy what is read.
+    #[error(
+        "--{flag} {} is an input of the job: writing it would destroy what is being read; \
+         write elsewhere",
+        path.display()
+    )]
+    OutputIsInput {
+        /// `out`, `out-pcap` or `plot`.
+        flag: &'static str,
+        /// The file.
+        path: PathBuf,
+    },
     /// `--out-pcap` with an input other than one capture.
     #[error(
         "--out-pcap writes the deduplicated capture of one capture, read by one worker; the \

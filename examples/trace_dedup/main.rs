@@ -228,6 +228,18 @@ fn run(args: &cli::Args, timely_args: Vec<String>) -> Result<(), JobError> {
         });
     }
     let plan = source::Plan::new(args)?;
+    for (flag, path) in [
+        ("out", &args.out),
+        ("plot", &args.plot),
+        ("out-pcap", &args.out_pcap),
+    ] {
+        if let Some(path) = path.as_ref().filter(|p| plan.reads(p)) {
+            return Err(JobError::OutputIsInput {
+                flag,
+                path: path.clone(),
+            });
+        }
+    }
     interrupt::install().map_err(JobError::Dataflow)?;
     // Only a worker reading a single capture alone takes a smaller part of the work.
     let (dedup, index) = if plan.single_reader() {

@@ -14,7 +14,7 @@ use chronobloom::trace::{
     CsvTrace, FlowKey, FlowRecord, KeyKind, PcapTrace, Placement, Ticker, TraceError,
 };
 use std::net::{IpAddr, Ipv4Addr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Which flows a reader of the synthetic trace generates (the rest are other workers').
@@ -131,6 +131,17 @@ impl Plan {
         }
         plan.origin = plan.first_timestamp()?;
         Ok(plan)
+    }
+
+    /// Whether `path` is one of the files the job reads (the same file, by whatever name).
+    pub fn reads(&self, path: &Path) -> bool {
+        let Ok(target) = std::fs::canonicalize(path) else {
+            return false; // not there yet: not an input
+        };
+        self.paths()
+            .iter()
+            .filter(|p| p.as_path() != Path::new(stream::STDIN))
+            .any(|p| std::fs::canonicalize(p).is_ok_and(|p| p == target))
     }
 
     /// Refuses `--out-pcap` unless the input is one capture (a file or a stream).

@@ -671,3 +671,31 @@ fn j38_out_pcap_with_checkpoints_or_into_a_missing_directory_refused() {
         "cannot write --out-pcap /no/such/dir/deduped.pcap: directory /no/such/dir does not exist",
     );
 }
+
+#[test]
+fn j39_output_that_is_an_input_refused() {
+    let d = dir();
+    let bytes = capture(&record(2, 0, &frame(|_| {})));
+    let one = write(&d, "one.pcap", &bytes);
+    // the same file by another name
+    let again = d.path().join(".").join("one.pcap");
+    for (flag, path) in [
+        ("out-pcap", text(&one)),
+        ("out-pcap", text(&again)),
+        ("out", text(&one)),
+        ("plot", text(&again)),
+    ] {
+        job_says(
+            &["--pcap", text(&one), &format!("--{flag}"), path],
+            &format!(
+                "--{flag} {path} is an input of the job: writing it would destroy what is being \
+                 read; write elsewhere"
+            ),
+        );
+        assert_eq!(
+            std::fs::read(&one).unwrap(),
+            bytes,
+            "--{flag}: the input is intact"
+        );
+    }
+}
