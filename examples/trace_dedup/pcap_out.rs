@@ -17,10 +17,9 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// Bytes waiting in [`PcapOut::bytes`]: a record's (its position and tick), written if it
-/// passed, or what the capture holds between records (`seq` `None`), always written.
+/// passed, or what the capture holds between records (`record` `None`), always written.
 struct Waiting {
-    seq: Option<u64>,
-    tick: Tick,
+    record: Option<(u64, Tick)>,
     len: usize,
 }
 
@@ -110,17 +109,12 @@ impl PcapOut {
         if !kept.before.is_empty() {
             self.bytes.extend_from_slice(kept.before);
             let len = kept.before.len();
-            self.waiting.push_back(Waiting {
-                seq: None,
-                tick,
-                len,
-            });
+            self.waiting.push_back(Waiting { record: None, len });
         }
         self.bytes.extend_from_slice(kept.record);
         let len = kept.record.len();
         self.waiting.push_back(Waiting {
-            seq: Some(seq),
-            tick,
+            record: Some((seq, tick)),
             len,
         });
     }
@@ -129,8 +123,7 @@ impl PcapOut {
     pub fn keep_tail(&mut self, tail: &[u8]) {
         self.bytes.extend_from_slice(tail);
         self.waiting.push_back(Waiting {
-            seq: None,
-            tick: 0,
+            record: None,
             len: tail.len(),
         });
     }
@@ -149,10 +142,10 @@ impl PcapOut {
         self.passed.sort_unstable();
         let mut next = 0;
         while let Some(w) = self.waiting.front() {
-            let write = match w.seq {
+            let write = match w.record {
                 None => true,
-                Some(_) if !decided(w.tick) => break,
-                Some(seq) => {
+                Some((_, tick)) if !decided(tick) => break,
+                Some((seq, _)) => {
                     while self.passed.get(next).is_some_and(|&p| p < seq) {
                         next += 1;
                     }
